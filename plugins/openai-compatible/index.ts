@@ -1,0 +1,135 @@
+/**
+ * openai-compatible: pass-through chat (and optionally embeddings) to any OpenAI-compatible
+ * upstream (vLLM, Ollama, llama.cpp server, OpenAI). The body goes upstream unchanged except
+ * `model` (→ upstreamModel) and, for streams, `stream_options` (usage forced on); answers come back
+ * as the upstream gave them. Options: see options.ts.
+ */
+import {
+  PLUGIN_API_VERSION, PluginError,
+  type ChatCapability, type EmbeddingsCapability, type ModelInstance, type PluginContext, type ReelayPlugin, type TokenUsage,
+} from "../../src/plugin-sdk/index.ts";
+import { parseOptions, validateOptions, type OpenAICompatibleOptions } from "./options.ts";
+import { sseEvents } from "./sse.ts";
+import { UpstreamCall } from "./upstream-call.ts";
+
+export { estimatePromptTokens, countTextTokens } from "./tokens.ts";
+export type { OpenAICompatibleOptions } from "./options.ts";
+
+export default {
+  name: "openai-compatible",
+  apiVersion: PLUGIN_API_VERSION,
+  validateOptions,
+  create(ctx: PluginContext): ModelInstance {
+    const opts = parseOptions(ctx.options);
+    const headers = requestHeaders(ctx, opts);
+    const model = opts.upstreamModel ?? ctx.modelId;
+    return {
+      chat: opts.capabilities.includes("chat") ? chat(ctx, opts, headers, model) : undefined,
+      embeddings: opts.capabilities.includes("embeddings") ? embeddings(ctx, opts, headers, model) : undefined,
+    };
+  },
+} satisfies ReelayPlugin;
+
+function requestHeaders(ctx: PluginContext, opts: OpenAICompatibleOptions): Record<string, string> {
+  const headers: Record<string, string> = { "content-type": "application/json" };
+  if (opts.apiKeyEnv) {
+    const key = ctx.env(opts.apiKeyEnv);
+    if (key) headers.authorization = `Bearer ${key}`;
+    else ctx.logger.warn("apiKeyEnv names an unset environment variable; calling upstream without a key", { model: ctx.modelId, apiKeyEnv: opts.apiKeyEnv });
+  }
+  return headers;
+}
+
+function chat(ctx: PluginContext, opts: OpenAICompatibleOptions, headers: Record<string, string>, model: string): ChatCapability {
+  const url = `${opts.baseUrl}/chat/completions`;
+  return {
+    async complete(body, { signal }) {
+      const call = new UpstreamCall(signal, opts.timeouts);
+      try {
+        // No connect / first-byte deadline here: a non-streamed upstream sends its headers only
+        // when the whole completion is done, so only totalMs bounds the wait.
+        const res = await call.post(ctx, url, { ...body, model }, { ...headers, accept: "application/json" });
+        const completion = parseJson(await readAll(call, res), "completion");
+        return { completion, usage: tokenUsage(completion?.usage) };
+      } finally {
+        call.finish();
+      }
+    },
+
+    async stream(body, { signal }) {
+      const call = new UpstreamCall(signal, opts.timeouts);
+      const stream_options = {
+        ...(isObject(body.stream_options) ? body.stream_options : {}),
+        include_usage: true,
+        ...(opts.continuousUsageStats ? { continuous_usage_stats: true } : {}),
+      };
+      try {
+        call.arm("connect");
+        const res = await call.post(ctx, url, { ...body, model, stream: true, stream_options }, { ...headers, accept: "text/event-stream" });
+        const type = res.headers.get("content-type") ?? "";
+        if (!type.startsWith("text/event-stream")) {
+          throw new PluginError("malformed", `upstream answered a stream request with content-type ${JSON.stringify(type)}, not text/event-stream`);
+        }
+        return relay(call, res);
+      } catch (err) {
+        call.finish();
+        throw err;
+      }
+    },
+  };
+}
+
+async function* relay(call: UpstreamCall, res: Response) {
+  try {
+    yield* sseEvents(call.chunks(res, "first byte"));
+  } finally {
+    call.finish(); // also runs when the consumer stops early: the upstream request is aborted
+  }
+}
+
+function embeddings(ctx: PluginContext, opts: OpenAICompatibleOptions, headers: Record<string, string>, model: string): EmbeddingsCapability {
+  const url = `${opts.baseUrl}/embeddings`;
+  return {
+    supportsDimensions: true,
+    async embed({ body, inputs }, { signal }) {
+      const call = new UpstreamCall(signal, opts.timeouts);
+      try {
+        const res = await call.post(ctx, url, { ...body, model }, { ...headers, accept: "application/json" });
+        const json = parseJson(await readAll(call, res), "embeddings");
+        if (!Array.isArray(json?.data)) throw new PluginError("malformed", "upstream embeddings answer has no data array");
+        const data = json.data.map((d: any, i: number) => ({ index: typeof d?.index === "number" ? d.index : i, embedding: d?.embedding }));
+        // Some servers (older llama.cpp) omit usage; bill by reelay's own count then.
+        const reported = tokenUsage(json.usage);
+        const prompt = reported?.prompt_tokens ?? inputs.reduce((n, s) => n + ctx.host.countTokens(s), 0);
+        return { data, usage: { prompt_tokens: prompt, total_tokens: reported?.total_tokens ?? prompt } };
+      } finally {
+        call.finish();
+      }
+    },
+  };
+}
+
+async function readAll(call: UpstreamCall, res: Response): Promise<string> {
+  const decoder = new TextDecoder();
+  let text = "";
+  for await (const chunk of call.chunks(res, "idle")) text += decoder.decode(chunk, { stream: true });
+  return text + decoder.decode();
+}
+
+function parseJson(text: string, what: string): any {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new PluginError("malformed", `upstream ${what} is not JSON: ${JSON.stringify(text.slice(0, 80))}`, { cause: err });
+  }
+}
+
+function tokenUsage(u: any): TokenUsage | undefined {
+  if (!isObject(u) || typeof u.prompt_tokens !== "number") return undefined;
+  const completion = typeof u.completion_tokens === "number" ? u.completion_tokens : 0;
+  return { prompt_tokens: u.prompt_tokens, completion_tokens: completion, total_tokens: typeof u.total_tokens === "number" ? u.total_tokens : u.prompt_tokens + completion };
+}
+
+function isObject(v: unknown): v is Record<string, any> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}

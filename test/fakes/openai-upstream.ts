@@ -1,0 +1,355 @@
+/**
+ * A fake OpenAI-compatible upstream: a real HTTP server (node:http on a loopback port) for tests of
+ * the openai-compatible plugin and of the chat / embeddings routes.
+ *
+ *   const fake = await startFakeOpenAI({ tokens: 8 });
+ *   fake.url            // "http://127.0.0.1:<port>/v1" — use as baseUrl / the OpenAI SDK's baseURL
+ *   fake.origin, fake.port
+ *   fake.requests       // RecordedRequest[]: method, path, headers, parsed body, aborted/abortedAt
+ *   fake.aborts         // { requestId, at } for every request the client abandoned before the end
+ *   fake.behave(b)      // replace the default behaviour (FakeBehaviour below)
+ *   fake.behave(b, { model: "m" })  // behaviour only for requests whose body.model is "m"
+ *   fake.reset()        // forget requests, aborts and behaviours
+ *   await fake.waitForAbort(requestId?, timeoutMs?)  // resolves with the abort record
+ *   await fake.stop()   // close the server and every open connection
+ *
+ * Per request, header `x-fake-behaviour: <FakeBehaviour as JSON>` overrides both (it is recorded
+ * like any header). Precedence: header > per-model > default.
+ *
+ * Endpoints: POST /v1/chat/completions (JSON, or SSE with `stream: true`), POST /v1/embeddings,
+ * GET /v1/models. Anything else answers 404 with an OpenAI error body.
+ *
+ * Deterministic content. The reply has N = min(body.max_completion_tokens ?? body.max_tokens ?? 16,
+ * behaviour.tokens ?? opts.tokens ?? 16) tokens: REPLY_WORDS cycled (" one", " two", …), each
+ * exactly one token under both cl100k_base and o200k_base, also when concatenated (see the test).
+ * Streamed, every content chunk carries exactly one word. finish_reason is "length" when N equals
+ * the requested max, else "stop".
+ *
+ * Usage. prompt_tokens follows OpenAI's cookbook formula with cl100k_base: per message 3 + tokens
+ * of each string value (role, content, name; content parts contribute their `text`) + 1 when `name`
+ * is present, plus 3 for the reply priming. completion_tokens = N. Embeddings: prompt_tokens = sum
+ * of cl100k_base tokens of the inputs (token-array inputs count their length).
+ *
+ * Streaming follows OpenAI: with `stream_options.include_usage` every chunk has `"usage": null`
+ * and a last chunk `{choices: [], usage}` precedes `data: [DONE]`. Like vLLM, when also
+ * `stream_options.continuous_usage_stats` is true every chunk carries the running usage.
+ *
+ * Embeddings are deterministic unit vectors seeded from a hash of (model, input); length
+ * `body.dimensions ?? opts.dimensions ?? 8`; `encoding_format: "base64"` gives little-endian
+ * float32 bytes in base64, like OpenAI.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { Tiktoken } from "js-tiktoken/lite";
+import cl100k_base from "js-tiktoken/ranks/cl100k_base";
+
+export interface FakeBehaviour {
+  /** cap on reply tokens (N = min(max_tokens ?? 16, tokens)) */
+  tokens?: number;
+  /** wait before sending the response headers */
+  delayHeadersMs?: number;
+  /** streaming: wait after the headers before the first chunk */
+  delayFirstChunkMs?: number;
+  /** streaming: wait between chunks */
+  delayBetweenChunksMs?: number;
+  /** answer with this HTTP status (4xx / 5xx) and an OpenAI error body */
+  status?: number;
+  errorMessage?: string;
+  errorType?: string;
+  errorCode?: string | null;
+  /** streaming: reset the connection after this many content chunks */
+  dropAfterChunks?: number;
+  /** streaming: send a non-JSON `data:` line after this many content chunks, then continue */
+  garbageAfterChunks?: number;
+  /** streaming: end the response cleanly after this many content chunks, without [DONE] */
+  truncateAfterChunks?: number;
+  /** no usage anywhere (JSON body, usage chunk, continuous usage) */
+  omitUsage?: boolean;
+  /** never answer: hold the request open until the client goes away or stop() */
+  hang?: boolean;
+}
+
+export interface RecordedRequest {
+  id: number;
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  /** parsed JSON body (undefined for GET or unparsable bodies) */
+  body: any;
+  receivedAt: number;
+  /** the client went away before the response was complete */
+  aborted: boolean;
+  /** performance.now() when the server saw the abort */
+  abortedAt?: number;
+  /** the server finished sending the response */
+  completed: boolean;
+}
+
+export interface FakeOpenAIOptions {
+  /** fixed port (e.g. to restart on the same port); default 0 = any free port */
+  port?: number;
+  /** default reply length cap, default 16 */
+  tokens?: number;
+  /** default embedding length, default 8 */
+  dimensions?: number;
+  /** ids listed by GET /v1/models, default ["fake-model"] */
+  models?: string[];
+  /** initial default behaviour */
+  behaviour?: FakeBehaviour;
+}
+
+export interface FakeOpenAI {
+  url: string;
+  origin: string;
+  port: number;
+  requests: RecordedRequest[];
+  aborts: Array<{ requestId: number; at: number }>;
+  behave(b: FakeBehaviour, opts?: { model?: string }): void;
+  reset(): void;
+  waitForAbort(requestId?: number, timeoutMs?: number): Promise<{ requestId: number; at: number }>;
+  stop(): Promise<void>;
+}
+
+/** Each is one token under cl100k_base and o200k_base, alone and concatenated. */
+export const REPLY_WORDS = [" one", " two", " three", " four", " five", " six", " seven", " eight",
+  " nine", " ten", " red", " green", " blue", " cat", " dog", " sun"] as const;
+
+export function replyText(n: number): string {
+  let s = "";
+  for (let i = 0; i < n; i++) s += REPLY_WORDS[i % REPLY_WORDS.length];
+  return s;
+}
+
+const encoder = new Tiktoken(cl100k_base);
+
+/** The fake's prompt_tokens (OpenAI cookbook formula, cl100k_base). */
+export function fakePromptTokens(messages: unknown): number {
+  if (!Array.isArray(messages)) return 0;
+  let n = 3;
+  for (const m of messages as Array<Record<string, unknown>>) {
+    n += 3;
+    for (const key of ["role", "content", "name"] as const) {
+      const value = m?.[key];
+      if (value === undefined || value === null) continue;
+      n += encoder.encode(key === "content" ? contentText(value) : String(value)).length;
+      if (key === "name") n += 1;
+    }
+  }
+  return n;
+}
+
+function contentText(content: unknown): string {
+  if (typeof content === "string") return content;
+  if (Array.isArray(content)) return content.map((p) => (typeof p?.text === "string" ? p.text : "")).join("");
+  return "";
+}
+
+export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<FakeOpenAI> {
+  const requests: RecordedRequest[] = [];
+  const aborts: Array<{ requestId: number; at: number }> = [];
+  const abortWaiters = new Set<() => void>();
+  let defaultBehaviour: FakeBehaviour = opts.behaviour ?? {};
+  let perModel = new Map<string, FakeBehaviour>();
+  let nextId = 1;
+
+  function markAborted(rec: RecordedRequest) {
+    if (rec.aborted || rec.completed) return;
+    rec.aborted = true;
+    rec.abortedAt = performance.now();
+    aborts.push({ requestId: rec.id, at: rec.abortedAt });
+    for (const w of abortWaiters) w();
+  }
+
+  // node:http rather than Bun.serve: Bun.serve sends the headers only with the first body byte,
+  // and the plugin's connect / first-byte deadlines need the two apart (flushHeaders does that).
+  const server = createServer(async (req, res) => {
+    const url = new URL(req.url ?? "/", "http://fake");
+    const headers: Record<string, string> = {};
+    for (const [k, v] of Object.entries(req.headers)) headers[k] = Array.isArray(v) ? v.join(", ") : String(v);
+    const rec: RecordedRequest = {
+      id: nextId++, method: req.method ?? "GET", path: url.pathname, headers,
+      body: undefined, receivedAt: performance.now(), aborted: false, completed: false,
+    };
+    requests.push(rec);
+    // "close" before the response finished = the client went away (abort, timeout, reset)
+    res.on("close", () => { if (!res.writableFinished) markAborted(rec); });
+    const raw = await readBody(req);
+    let badJson = false;
+    try { rec.body = raw ? JSON.parse(raw) : undefined; } catch { badJson = true; }
+    const body = rec.body;
+    const send = (status: number, json: unknown) => {
+      if (res.destroyed) return;
+      rec.completed = true;
+      res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(json));
+    };
+    if (badJson) return send(400, errorBody("We could not parse the JSON body of your request.", "invalid_request_error"));
+
+    const b = behaviourFor(headers["x-fake-behaviour"], body);
+    if (b.hang) return; // nothing is ever written; "close" records the client giving up
+    if (b.delayHeadersMs) await Bun.sleep(b.delayHeadersMs);
+    if (b.status && b.status >= 400) {
+      return send(b.status, errorBody(b.errorMessage ?? `fake upstream error ${b.status}`,
+        b.errorType ?? (b.status >= 500 ? "server_error" : "invalid_request_error"), b.errorCode ?? null));
+    }
+    if (req.method === "POST" && url.pathname === "/v1/chat/completions") {
+      if (!Array.isArray(body?.messages)) return send(400, errorBody("'messages' is a required property", "invalid_request_error", null, "messages"));
+      return body.stream === true ? streamChat(rec, res, body, b) : send(200, chatCompletion(body, b));
+    }
+    if (req.method === "POST" && url.pathname === "/v1/embeddings") return send(200, embeddings(body, b));
+    if (req.method === "GET" && url.pathname === "/v1/models") {
+      const data = (opts.models ?? ["fake-model"]).map((id) => ({ id, object: "model", created: 1700000000, owned_by: "fake" }));
+      return send(200, { object: "list", data });
+    }
+    return send(404, errorBody(`Unknown request URL: ${req.method} ${url.pathname}`, "invalid_request_error", "unknown_url"));
+  });
+  server.requestTimeout = 0; // hang / long delays must not be cut by the server's own timers
+  server.headersTimeout = 0;
+  server.keepAliveTimeout = 1000;
+
+  function behaviourFor(header: string | undefined, body: any): FakeBehaviour {
+    const fromHeader: FakeBehaviour = header ? JSON.parse(header) : {};
+    const byModel = typeof body?.model === "string" ? perModel.get(body.model) : undefined;
+    return { ...defaultBehaviour, ...byModel, ...fromHeader };
+  }
+
+  function replyLength(body: any, b: FakeBehaviour): { n: number; max: number } {
+    const max = Number(body?.max_completion_tokens ?? body?.max_tokens ?? 16);
+    return { n: Math.max(0, Math.min(max, b.tokens ?? opts.tokens ?? 16)), max };
+  }
+
+  function usage(body: any, completion: number) {
+    const prompt = fakePromptTokens(body.messages);
+    return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+  }
+
+  function chatCompletion(body: any, b: FakeBehaviour) {
+    const { n, max } = replyLength(body, b);
+    return {
+      id: "chatcmpl-fake", object: "chat.completion", created: 1700000000, model: body.model,
+      choices: [{ index: 0, message: { role: "assistant", content: replyText(n), refusal: null },
+        logprobs: null, finish_reason: n === max ? "length" : "stop" }],
+      ...(b.omitUsage ? {} : { usage: usage(body, n) }),
+    };
+  }
+
+  async function streamChat(rec: RecordedRequest, res: ServerResponse, body: any, b: FakeBehaviour): Promise<void> {
+    const { n, max } = replyLength(body, b);
+    const includeUsage = body.stream_options?.include_usage === true && !b.omitUsage;
+    // vLLM only sends per-chunk usage when include_usage is also set.
+    const continuous = includeUsage && body.stream_options?.continuous_usage_stats === true;
+    const base = { id: "chatcmpl-fake", object: "chat.completion.chunk", created: 1700000000, model: body.model };
+    const chunk = (choices: unknown[], sent: number) => JSON.stringify({
+      ...base, choices,
+      ...(continuous ? { usage: usage(body, sent) } : includeUsage ? { usage: null } : {}),
+    });
+    const write = (data: string) => { if (!res.destroyed) res.write(`data: ${data}\n\n`); };
+    const sleep = async (ms?: number) => { if (ms) await Bun.sleep(ms); return !res.destroyed; };
+
+    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+    res.flushHeaders();
+    if (!(await sleep(b.delayFirstChunkMs))) return;
+    for (let i = 0; i < n; i++) {
+      if (i > 0 && !(await sleep(b.delayBetweenChunksMs))) return;
+      const word = REPLY_WORDS[i % REPLY_WORDS.length];
+      write(chunk([{ index: 0, delta: i === 0 ? { role: "assistant", content: word } : { content: word }, logprobs: null, finish_reason: null }], i + 1));
+      if (b.garbageAfterChunks === i + 1) write("this is not json");
+      if (b.dropAfterChunks === i + 1) {
+        await Bun.sleep(20); // let the chunks before the drop reach the client first
+        res.socket?.resetAndDestroy?.() ?? res.destroy();
+        return;
+      }
+      if (b.truncateAfterChunks === i + 1) { rec.completed = true; res.end(); return; }
+    }
+    if (!(await sleep(b.delayBetweenChunksMs))) return;
+    write(chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: n === max ? "length" : "stop" }], n));
+    if (includeUsage) write(JSON.stringify({ ...base, choices: [], usage: usage(body, n) }));
+    write("[DONE]");
+    rec.completed = true;
+    res.end();
+  }
+
+  function embeddings(body: any, b: FakeBehaviour) {
+    const inputs: unknown[] = Array.isArray(body?.input) && !body.input.every((x: unknown) => typeof x === "number") ? body.input : [body?.input];
+    const dims = Number(body?.dimensions ?? opts.dimensions ?? 8);
+    let tokens = 0;
+    const data = inputs.map((input, index) => {
+      const text = typeof input === "string" ? input : JSON.stringify(input);
+      tokens += typeof input === "string" ? encoder.encode(input).length : Array.isArray(input) ? input.length : 0;
+      const vec = fakeEmbedding(`${body?.model}\u0000${text}`, dims);
+      const embedding = body?.encoding_format === "base64" ? Buffer.from(vec.buffer, vec.byteOffset, vec.byteLength).toString("base64") : Array.from(vec);
+      return { object: "embedding", index, embedding };
+    });
+    return { object: "list", data, model: body?.model, ...(b.omitUsage ? {} : { usage: { prompt_tokens: tokens, total_tokens: tokens } }) };
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(opts.port ?? 0, "127.0.0.1", () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  const origin = `http://127.0.0.1:${port}`;
+  return {
+    url: `${origin}/v1`,
+    origin,
+    port,
+    requests,
+    aborts,
+    behave(b, o) {
+      if (o?.model !== undefined) perModel.set(o.model, b);
+      else defaultBehaviour = b;
+    },
+    reset() {
+      requests.length = 0;
+      aborts.length = 0;
+      defaultBehaviour = {};
+      perModel = new Map();
+    },
+    waitForAbort(requestId, timeoutMs = 2000) {
+      const find = () => aborts.find((a) => requestId === undefined || a.requestId === requestId);
+      const found = find();
+      if (found) return Promise.resolve(found);
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const a = find();
+          if (!a) return;
+          cleanup();
+          resolve(a);
+        };
+        const timer = setTimeout(() => { cleanup(); reject(new Error(`no abort seen within ${timeoutMs} ms`)); }, timeoutMs);
+        const cleanup = () => { clearTimeout(timer); abortWaiters.delete(check); };
+        abortWaiters.add(check);
+      });
+    },
+    async stop() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** Deterministic unit vector: xorshift32 seeded with FNV-1a of `key`. */
+export function fakeEmbedding(key: string, dims: number): Float32Array {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < key.length; i++) { h ^= key.charCodeAt(i); h = Math.imul(h, 0x01000193) >>> 0; }
+  let x = h || 1;
+  const v = new Float32Array(dims);
+  let norm = 0;
+  for (let i = 0; i < dims; i++) {
+    x ^= x << 13; x >>>= 0; x ^= x >>> 17; x ^= x << 5; x >>>= 0;
+    v[i] = x / 0xffffffff * 2 - 1;
+    norm += v[i]! * v[i]!;
+  }
+  norm = Math.sqrt(norm) || 1;
+  for (let i = 0; i < dims; i++) v[i] = v[i]! / norm;
+  return v;
+}
+
+function errorBody(message: string, type: string, code: string | null = null, param: string | null = null) {
+  return { error: { message, type, param, code } };
+}
+
+async function readBody(req: IncomingMessage): Promise<string> {
+  const parts: Buffer[] = [];
+  for await (const part of req) parts.push(part as Buffer);
+  return Buffer.concat(parts).toString("utf8");
+}
