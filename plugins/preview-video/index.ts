@@ -1,0 +1,133 @@
+/**
+ * preview-video: a local, CPU-only *preview* renderer for image-to-video jobs. It is not a neural
+ * model and generates no new content: it animates the submitted still with a camera move (zoom in
+ * or out, pan left/right/up/down, drift) picked from the prompt's words, or from the seed when the
+ * prompt names none, and encodes a real H.264 MP4 at 16 fps. Same request and seed → byte-identical
+ * MP4. Useful as the zero-configuration default model and for testing clients end to end.
+ *
+ * Options: `maxConcurrency` (default 2: one render keeps one core busy), `resultTtlMs` (default
+ * 10 min), `maxQueued` (default 32), `maxUnpolledResults` (default 16), `quantizer` (H.264 QP, default 30).
+ */
+import { PLUGIN_API_VERSION, PluginError, type ModelInstance, type PluginContext, type ReelayPlugin, type VideoRequest } from "../../src/plugin-sdk/index.ts";
+import { decodeImage, encodeMp4, ImageDecodeError } from "../../src/media/index.ts";
+import { chooseMotion } from "./camera-motion.ts";
+import { JobTable } from "./job-table.ts";
+import { renderFrame, type FramePlan } from "./render-frames.ts";
+import { parseOptions, problemsWithOptions, type PreviewOptions } from "./options.ts";
+
+export const FPS = 16;
+
+export default {
+  name: "preview-video",
+  apiVersion: PLUGIN_API_VERSION,
+  // the embedded default video model: 0.030 USD per second of output
+  models: [{ id: "preview-motion", pricing: { perSecond: 30_000 }, ownedBy: "reelay" }],
+  validateOptions: problemsWithOptions,
+  create(ctx: PluginContext): ModelInstance {
+    return createPreviewRenderer(parseOptions(ctx.options), ctx);
+  },
+} satisfies ReelayPlugin;
+
+export function createPreviewRenderer(opts: PreviewOptions, ctx: Pick<PluginContext, "logger">): ModelInstance {
+  const table = new JobTable({ resultTtlMs: opts.resultTtlMs, maxFinished: opts.maxUnpolledResults });
+  const waiting: Array<{ handle: string; req: VideoRequest; controller: AbortController }> = [];
+  const running = new Map<string, AbortController>();
+  let closed = false;
+
+  const pump = () => {
+    while (!closed && running.size < opts.maxConcurrency && waiting.length > 0) {
+      const next = waiting.shift()!;
+      running.set(next.handle, next.controller);
+      table.set(next.handle, { state: "running", progress: 0 });
+      void render(next.req, opts, next.controller.signal, (progress) => {
+        if (table.has(next.handle)) table.set(next.handle, { state: "running", progress });
+      })
+        .then((mp4) => {
+          if (!next.controller.signal.aborted) table.set(next.handle, { state: "succeeded", mp4, finishedAt: Date.now() });
+        })
+        .catch((err: unknown) => {
+          if (next.controller.signal.aborted) return;
+          const failure = describeFailure(err);
+          if (failure.code === "render_failed") ctx.logger.error("preview render failed", { jobId: next.req.jobId, err: String(err) });
+          table.set(next.handle, { state: "failed", ...failure, finishedAt: Date.now() });
+        })
+        .finally(() => {
+          running.delete(next.handle);
+          pump();
+        });
+    }
+  };
+
+  return {
+    video: {
+      maxConcurrency: opts.maxConcurrency,
+      pollIntervalMs: 500,
+      async submit(req) {
+        validateRequest(req);
+        if (waiting.length >= opts.maxQueued) {
+          throw new PluginError("upstream_http", "preview renderer queue is full", { status: 503, retryable: true });
+        }
+        const handle = `pv_${crypto.randomUUID()}`;
+        table.set(handle, { state: "queued" });
+        waiting.push({ handle, req, controller: new AbortController() });
+        pump();
+        return { handle };
+      },
+      async poll(handle) {
+        return table.take(handle);
+      },
+      async cancel(handle) {
+        const i = waiting.findIndex((w) => w.handle === handle);
+        if (i !== -1) waiting.splice(i, 1);
+        running.get(handle)?.abort();
+        table.delete(handle);
+      },
+    },
+    close() {
+      closed = true;
+      for (const c of running.values()) c.abort();
+      waiting.length = 0;
+    },
+  };
+}
+
+function validateRequest(req: VideoRequest): void {
+  const even = (n: number) => Number.isInteger(n) && n >= 16 && n <= 4096 && n % 2 === 0;
+  if (!even(req.width) || !even(req.height)) {
+    throw new PluginError("invalid_request", `size ${req.width}x${req.height} must be even, 16..4096`, { param: "size" });
+  }
+  if (!Number.isInteger(req.seconds) || req.seconds < 1 || req.seconds > 10) {
+    throw new PluginError("invalid_request", "seconds must be an integer 1..10", { param: "seconds" });
+  }
+}
+
+function describeFailure(err: unknown): { code: string; message: string } {
+  if (err instanceof ImageDecodeError) return { code: "invalid_image", message: err.message };
+  return { code: "render_failed", message: "the preview renderer failed" };
+}
+
+/** yield to the event loop: one frame (~5 ms) plus its encode (~20 ms) is the longest stretch */
+const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+export async function render(req: VideoRequest, opts: Pick<PreviewOptions, "quantizer">, signal: AbortSignal, onProgress: (p: number) => void): Promise<Uint8Array> {
+  const source = await decodeImage(req.image.bytes);
+  await yieldToLoop();
+  const plan: FramePlan = {
+    width: req.width,
+    height: req.height,
+    frameCount: req.seconds * FPS,
+    motion: chooseMotion(req.prompt, req.seed),
+  };
+  async function* frames() {
+    // the encoder copies each frame into wasm memory before asking for the next: one buffer will do
+    const buffer = new Uint8Array(plan.width * plan.height * 4);
+    for (let i = 0; i < plan.frameCount; i++) {
+      signal.throwIfAborted();
+      renderFrame(source, plan, i, buffer);
+      yield buffer;
+      onProgress((i + 1) / plan.frameCount);
+      await yieldToLoop();
+    }
+  }
+  return encodeMp4(frames(), { width: plan.width, height: plan.height, fps: FPS, quantizer: opts.quantizer });
+}

@@ -1,0 +1,54 @@
+/**
+ * createApp(deps): the whole HTTP surface as an Elysia app, without listening, so tests build it
+ * directly. Cross-cutting behaviour lives here: request ids, body limits, the error envelope.
+ */
+import { Elysia } from "elysia";
+import type { AppDeps } from "./deps.ts";
+import { ApiError, tooLarge } from "./errors.ts";
+import { docs } from "./http/docs.ts";
+import { toApiError } from "./http/error-handler.ts";
+import { routeMethodIndex } from "./http/route-methods.ts";
+import { randomId } from "./billing/ids.ts";
+import { accountRoutes } from "./modules/account/index.ts";
+import { adminRoutes } from "./modules/admin/index.ts";
+import { healthRoutes, type ReadinessCheck } from "./modules/health/index.ts";
+import { modelRoutes } from "./modules/models/index.ts";
+
+const REQUEST_ID_RE = /^[\w.:-]{1,128}$/;
+
+export interface AppExtensions {
+  /** route modules added by features (chat, embeddings, videos, metrics …) */
+  modules?: Elysia<any, any, any, any, any, any, any>[];
+  readinessChecks?: ReadinessCheck[];
+}
+
+export function createApp(deps: AppDeps, ext: AppExtensions = {}) {
+  let methodsFor: (path: string) => string[] = () => [];
+  const app = new Elysia()
+    .onRequest(({ request, set }) => {
+      const incoming = request.headers.get("x-request-id");
+      const id = incoming && REQUEST_ID_RE.test(incoming) ? incoming : randomId("req", 16);
+      set.headers["x-request-id"] = id;
+      const length = Number(request.headers.get("content-length") ?? 0);
+      if (length > deps.config.maxBodyBytes) throw tooLarge(`Request body of ${length} bytes exceeds the limit of ${deps.config.maxBodyBytes} bytes.`);
+    })
+    .onError({ as: "global" }, ({ code, error, request, path, set }) => {
+      const requestId = String(set.headers["x-request-id"] ?? "");
+      const err = toApiError({ code, error, request, path, requestId }, methodsFor, deps.logger);
+      set.status = err.status;
+      for (const [k, v] of Object.entries(err.headers ?? {})) set.headers[k] = v;
+      set.headers["content-type"] = "application/json";
+      return JSON.stringify(err.toJSON());
+    })
+    .use(docs())
+    .use(healthRoutes(deps, ext.readinessChecks))
+    .use(modelRoutes(deps))
+    .use(accountRoutes(deps))
+    .use(adminRoutes(deps));
+  for (const m of ext.modules ?? []) app.use(m);
+  methodsFor = routeMethodIndex(app.routes);
+  return app;
+}
+
+export type App = ReturnType<typeof createApp>;
+export { ApiError };

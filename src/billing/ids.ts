@@ -1,0 +1,9 @@
+/** Random, URL-safe identifiers with a readable type prefix ("acct_…", "hold_…"). */
+const ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+
+export function randomId(prefix: string, length = 20): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(length));
+  let out = prefix + "_";
+  for (const b of bytes) out += ALPHABET[b % 62];
+  return out;
+}

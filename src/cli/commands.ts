@@ -1,0 +1,153 @@
+/**
+ * CLI subcommands of the reelay program. Each opens the database with the same configuration as
+ * the server, does one thing, prints JSON and exits. With embedded PGlite the CLI needs the data
+ * directory to itself: while the server runs, use the admin HTTP API instead.
+ */
+import { parseArgs } from "node:util";
+import * as billing from "../billing/index.ts";
+import { openAndMigrate } from "../boot.ts";
+import type { Config } from "../config.ts";
+import type { Db } from "../db/index.ts";
+import type { Logger } from "../logger.ts";
+import { listLedger } from "../modules/account/service.ts";
+import * as svc from "../modules/accounts/service.ts";
+
+export class UsageError extends Error {}
+
+export type Command = (db: Db, args: string[]) => Promise<unknown>;
+
+function opts(args: string[], spec: Record<string, { type: "string" | "boolean"; required?: boolean }>) {
+  const { values, positionals } = parseArgs({ args, options: Object.fromEntries(Object.entries(spec).map(([k, v]) => [k, { type: v.type }])), allowPositionals: true, strict: true });
+  for (const [k, v] of Object.entries(spec)) if (v.required && values[k] === undefined) throw new UsageError(`missing --${k}`);
+  return { values: values as Record<string, string | undefined>, positionals };
+}
+
+function integer(name: string, raw: string | undefined, { allowNegative = false } = {}): number | undefined {
+  if (raw === undefined) return undefined;
+  if (!(allowNegative ? /^-?\d+$/ : /^\d+$/).test(raw)) throw new UsageError(`--${name} must be an integer${allowNegative ? "" : " ≥ 0"} (micro-dollars where it is money)`);
+  return Number(raw);
+}
+
+const list = (raw: string | undefined) => (raw ? raw.split(",").map((s) => s.trim()).filter(Boolean) : null);
+
+function limitsFrom(v: Record<string, string | undefined>): svc.KeyLimits {
+  const out: svc.KeyLimits = {};
+  const set = (flag: string, key: keyof svc.KeyLimits) => {
+    if (v[flag] === undefined) return;
+    out[key] = v[flag] === "default" ? null : integer(flag, v[flag]);
+  };
+  set("rpm", "rpmLimit");
+  set("tpm", "tpmLimit");
+  set("video-concurrency", "videoConcurrencyLimit");
+  return out;
+}
+
+const LIMIT_FLAGS = { rpm: { type: "string" }, tpm: { type: "string" }, "video-concurrency": { type: "string" } } as const;
+
+export const COMMANDS: Record<string, { usage: string; run: Command }> = {
+  "accounts create": {
+    usage: "accounts create --name NAME [--credits MICRO_USD]",
+    run: async (db, args) => {
+      const { values } = opts(args, { name: { type: "string", required: true }, credits: { type: "string" } });
+      return svc.publicAccount(await svc.createFundedAccount(db, values.name!, integer("credits", values.credits) ?? 0));
+    },
+  },
+  "accounts list": { usage: "accounts list", run: async (db) => (await svc.listAccounts(db, 1000)).map(svc.publicAccount) },
+  "accounts limits": {
+    usage: "accounts limits ACCOUNT_ID [--rpm N|default] [--tpm N|default] [--video-concurrency N|default]",
+    run: async (db, args) => {
+      const { values, positionals } = opts(args, LIMIT_FLAGS);
+      if (!positionals[0]) throw new UsageError("missing ACCOUNT_ID");
+      return svc.publicAccount(await svc.setAccountLimits(db, positionals[0], limitsFrom(values)));
+    },
+  },
+  "keys create": {
+    usage: "keys create --account ACCOUNT_ID --name NAME [--scopes chat,embeddings,video] [--models m1,m2] [--rpm N] [--tpm N] [--video-concurrency N]",
+    run: async (db, args) => {
+      const { values } = opts(args, { account: { type: "string", required: true }, name: { type: "string", required: true }, scopes: { type: "string" }, models: { type: "string" }, ...LIMIT_FLAGS });
+      const scopes = list(values.scopes);
+      for (const s of scopes ?? []) if (!svc.SCOPES.includes(s as svc.Scope)) throw new UsageError(`unknown scope "${s}" (chat, embeddings, video)`);
+      const { key, record } = await svc.createKey(db, values.account!, { name: values.name!, scopes: scopes as svc.Scope[] | null, allowedModels: list(values.models), ...limitsFrom(values) });
+      return { ...svc.publicKey(record), key, note: "store this key now: reelay keeps only its hash" };
+    },
+  },
+  "keys list": {
+    usage: "keys list --account ACCOUNT_ID",
+    run: async (db, args) => (await svc.listKeys(db, opts(args, { account: { type: "string", required: true } }).values.account!)).map(svc.publicKey),
+  },
+  "keys revoke": {
+    usage: "keys revoke KEY_ID",
+    run: async (db, args) => {
+      const id = opts(args, {}).positionals[0];
+      if (!id) throw new UsageError("missing KEY_ID");
+      return svc.publicKey(await svc.revokeKey(db, id));
+    },
+  },
+  "keys rotate": {
+    usage: "keys rotate KEY_ID",
+    run: async (db, args) => {
+      const id = opts(args, {}).positionals[0];
+      if (!id) throw new UsageError("missing KEY_ID");
+      const { key, record } = await svc.rotateKey(db, id);
+      return { ...svc.publicKey(record), key, replaces: id };
+    },
+  },
+  "keys limits": {
+    usage: "keys limits KEY_ID [--rpm N|default] [--tpm N|default] [--video-concurrency N|default]",
+    run: async (db, args) => {
+      const { values, positionals } = opts(args, LIMIT_FLAGS);
+      if (!positionals[0]) throw new UsageError("missing KEY_ID");
+      return svc.publicKey(await svc.setKeyLimits(db, positionals[0], limitsFrom(values)));
+    },
+  },
+  "credits grant": {
+    usage: "credits grant --account ACCOUNT_ID --amount MICRO_USD [--reason TEXT]",
+    run: async (db, args) => {
+      const { values } = opts(args, { account: { type: "string", required: true }, amount: { type: "string", required: true }, reason: { type: "string" } });
+      await db.transaction((tx) => billing.grant(tx, values.account!, integer("amount", values.amount)!, values.reason ?? "grant by CLI"));
+      return billing.getBalance(db, values.account!);
+    },
+  },
+  "credits adjust": {
+    usage: "credits adjust --account ACCOUNT_ID --amount ±MICRO_USD --reason TEXT",
+    run: async (db, args) => {
+      const { values } = opts(args, { account: { type: "string", required: true }, amount: { type: "string", required: true }, reason: { type: "string", required: true } });
+      await db.transaction((tx) => billing.adjust(tx, values.account!, integer("amount", values.amount, { allowNegative: true })!, values.reason!));
+      return billing.getBalance(db, values.account!);
+    },
+  },
+  balance: {
+    usage: "balance --account ACCOUNT_ID",
+    run: async (db, args) => billing.getBalance(db, opts(args, { account: { type: "string", required: true } }).values.account!),
+  },
+  ledger: {
+    usage: "ledger --account ACCOUNT_ID [--limit N]",
+    run: async (db, args) => {
+      const { values } = opts(args, { account: { type: "string", required: true }, limit: { type: "string" } });
+      await svc.getAccount(db, values.account!);
+      return listLedger(db, values.account!, { limit: integer("limit", values.limit) ?? 50 });
+    },
+  },
+};
+
+export function findCommand(argv: string[]): { name: string; run: Command; rest: string[] } | null {
+  for (const words of [2, 1]) {
+    const name = argv.slice(0, words).join(" ");
+    const cmd = COMMANDS[name];
+    if (cmd) return { name, run: cmd.run, rest: argv.slice(words) };
+  }
+  return null;
+}
+
+export async function runCommand(config: Config, logger: Logger, argv: string[]): Promise<number> {
+  const found = findCommand(argv);
+  if (!found) throw new UsageError(`unknown command "${argv.join(" ")}"`);
+  const database = await openAndMigrate(config, logger);
+  try {
+    const result = await found.run(database.db, found.rest);
+    process.stdout.write(JSON.stringify(result, null, 2) + "\n");
+    return 0;
+  } finally {
+    await database.close();
+  }
+}

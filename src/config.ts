@@ -1,0 +1,184 @@
+/**
+ * Configuration, read once at boot from the environment plus an optional models file
+ * (REELAY_MODELS_FILE, JSON or YAML). Invalid values stop the boot with a ConfigError naming the key.
+ * The result is a plain object passed to everything that needs it; nothing reads process.env later.
+ */
+import { readFileSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import YAML from "yaml";
+import type { ModelPricing } from "./plugin-sdk/index.ts";
+
+export class ConfigError extends Error {
+  constructor(readonly key: string, message: string) {
+    super(`invalid configuration: ${key}: ${message}`);
+    this.name = "ConfigError";
+  }
+}
+
+export interface ModelConfig {
+  id: string;
+  plugin: string;
+  options: Record<string, unknown>;
+  pricing: ModelPricing;
+  maxOutputTokens?: number;
+  contextLength?: number;
+  ownedBy?: string;
+}
+
+export interface RateLimitDefaults {
+  requestsPerMinute: number;
+  tokensPerMinute: number;
+  concurrentVideoJobs: number;
+}
+
+export interface Config {
+  host: string;
+  port: number;
+  databaseUrl: string | null;
+  dataDir: string;
+  redisUrl: string | null;
+  adminToken: string | null;
+  metricsToken: string | null;
+  logLevel: "debug" | "info" | "warn" | "error";
+  logPretty: boolean;
+  modelsFile: string | null;
+  /** null: the built-in default models (local embeddings + preview video) */
+  models: ModelConfig[] | null;
+  pluginsDir: string;
+  keyCacheMs: number;
+  holdTtlMs: number;
+  holdSweepIntervalMs: number;
+  maxBodyBytes: number;
+  maxImageBytes: number;
+  videoRetentionMs: number;
+  schedulerPollMs: number;
+  schedulerLeaseMs: number;
+  instanceId: string;
+  shutdownGraceMs: number;
+  rateLimits: RateLimitDefaults;
+}
+
+type Env = Record<string, string | undefined>;
+
+function int(env: Env, key: string, def: number, min = 0, max = Number.MAX_SAFE_INTEGER): number {
+  const raw = env[key];
+  if (raw === undefined || raw === "") return def;
+  if (!/^-?\d+$/.test(raw.trim())) throw new ConfigError(key, `expected an integer, got "${raw}"`);
+  const n = Number(raw);
+  if (n < min || n > max) throw new ConfigError(key, `must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+function str(env: Env, key: string): string | null {
+  const v = env[key];
+  return v === undefined || v.trim() === "" ? null : v.trim();
+}
+
+/** Directory of the running program: beside the compiled binary, or the project root under `bun`. */
+export function programDir(): string {
+  const exe = process.execPath;
+  const isCompiled = !/\/bun(-\w+)?$/.test(exe) && !exe.endsWith("/node");
+  return isCompiled ? dirname(exe) : process.cwd();
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const logLevel = (str(env, "REELAY_LOG_LEVEL") ?? "info") as Config["logLevel"];
+  if (!["debug", "info", "warn", "error"].includes(logLevel)) throw new ConfigError("REELAY_LOG_LEVEL", `must be one of debug, info, warn, error`);
+  const databaseUrl = str(env, "DATABASE_URL");
+  if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) throw new ConfigError("DATABASE_URL", "must start with postgres:// or postgresql://");
+  const redisUrl = str(env, "REDIS_URL");
+  if (redisUrl && !/^rediss?:\/\//.test(redisUrl)) throw new ConfigError("REDIS_URL", "must start with redis:// or rediss://");
+  const adminToken = str(env, "REELAY_ADMIN_TOKEN");
+  if (adminToken && adminToken.length < 16) throw new ConfigError("REELAY_ADMIN_TOKEN", "must be at least 16 characters");
+  const modelsFile = str(env, "REELAY_MODELS_FILE");
+  const prettyEnv = str(env, "REELAY_LOG_FORMAT");
+  if (prettyEnv && !["json", "pretty"].includes(prettyEnv)) throw new ConfigError("REELAY_LOG_FORMAT", "must be json or pretty");
+
+  return {
+    host: str(env, "HOST") ?? "0.0.0.0",
+    port: int(env, "PORT", 8080, 0, 65535),
+    databaseUrl,
+    dataDir: resolve(str(env, "REELAY_DATA_DIR") ?? "./data"),
+    redisUrl,
+    adminToken,
+    metricsToken: str(env, "REELAY_METRICS_TOKEN"),
+    logLevel,
+    logPretty: prettyEnv ? prettyEnv === "pretty" : Boolean(process.stdout.isTTY),
+    modelsFile,
+    models: modelsFile ? loadModelsFile(modelsFile) : null,
+    pluginsDir: resolve(str(env, "REELAY_PLUGINS_DIR") ?? resolve(programDir(), "plugins")),
+    keyCacheMs: int(env, "REELAY_KEY_CACHE_MS", 5_000, 0, 60_000),
+    holdTtlMs: int(env, "REELAY_HOLD_TTL_SECONDS", 900, 1, 86_400) * 1000,
+    holdSweepIntervalMs: int(env, "REELAY_HOLD_SWEEP_MS", 15_000, 100, 3_600_000),
+    maxBodyBytes: int(env, "REELAY_MAX_BODY_BYTES", 16 * 1024 * 1024, 1024),
+    maxImageBytes: int(env, "REELAY_MAX_IMAGE_BYTES", 10 * 1024 * 1024, 1024),
+    videoRetentionMs: int(env, "REELAY_VIDEO_RETENTION_SECONDS", 1800, 1) * 1000,
+    schedulerPollMs: int(env, "REELAY_SCHEDULER_POLL_MS", 500, 10, 60_000),
+    schedulerLeaseMs: int(env, "REELAY_SCHEDULER_LEASE_MS", 30_000, 1000, 3_600_000),
+    instanceId: str(env, "REELAY_INSTANCE_ID") ?? `${process.pid}-${crypto.randomUUID().slice(0, 8)}`,
+    shutdownGraceMs: int(env, "REELAY_SHUTDOWN_GRACE_MS", 10_000, 0, 600_000),
+    rateLimits: {
+      requestsPerMinute: int(env, "REELAY_RATE_RPM", 600, 0),
+      tokensPerMinute: int(env, "REELAY_RATE_TPM", 1_000_000, 0),
+      concurrentVideoJobs: int(env, "REELAY_RATE_VIDEO_CONCURRENCY", 20, 0),
+    },
+  };
+}
+
+const PRICE_KEYS = ["inputPerMillion", "outputPerMillion", "perSecond"] as const;
+
+export function loadModelsFile(path: string): ModelConfig[] {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (e) {
+    throw new ConfigError("REELAY_MODELS_FILE", `cannot read ${path}: ${(e as Error).message}`);
+  }
+  let doc: unknown;
+  try {
+    doc = /\.ya?ml$/i.test(path) ? YAML.parse(text) : JSON.parse(text);
+  } catch (e) {
+    throw new ConfigError("REELAY_MODELS_FILE", `cannot parse ${path}: ${(e as Error).message}`);
+  }
+  return parseModels(doc);
+}
+
+export function parseModels(doc: unknown): ModelConfig[] {
+  const list = (doc as { models?: unknown })?.models;
+  if (!Array.isArray(list)) throw new ConfigError("models", "expected a list under the top-level key `models`");
+  const seen = new Set<string>();
+  return list.map((m, i) => {
+    const at = (k: string) => `models[${i}]${k ? "." + k : ""}`;
+    if (!m || typeof m !== "object") throw new ConfigError(at(""), "expected an object");
+    const o = m as Record<string, unknown>;
+    for (const k of Object.keys(o)) {
+      if (!["id", "plugin", "options", "pricing", "maxOutputTokens", "contextLength", "ownedBy"].includes(k)) throw new ConfigError(at(k), "unknown key");
+    }
+    if (typeof o.id !== "string" || !/^[A-Za-z0-9][\w.:/-]{0,127}$/.test(o.id)) throw new ConfigError(at("id"), "expected a model id (letters, digits, . _ : / -)");
+    if (seen.has(o.id)) throw new ConfigError(at("id"), `duplicate model id "${o.id}"`);
+    seen.add(o.id);
+    if (typeof o.plugin !== "string" || !o.plugin) throw new ConfigError(at("plugin"), "expected a plugin name");
+    if (o.options !== undefined && (typeof o.options !== "object" || o.options === null || Array.isArray(o.options))) throw new ConfigError(at("options"), "expected an object");
+    const pricing: ModelPricing = {};
+    if (o.pricing !== undefined) {
+      if (typeof o.pricing !== "object" || o.pricing === null) throw new ConfigError(at("pricing"), "expected an object");
+      for (const [k, v] of Object.entries(o.pricing)) {
+        if (!(PRICE_KEYS as readonly string[]).includes(k)) throw new ConfigError(at(`pricing.${k}`), `unknown price; expected one of ${PRICE_KEYS.join(", ")}`);
+        if (!Number.isSafeInteger(v) || (v as number) < 0) throw new ConfigError(at(`pricing.${k}`), "must be a non-negative integer (micro-dollars)");
+        pricing[k as keyof ModelPricing] = v as number;
+      }
+    }
+    for (const k of ["maxOutputTokens", "contextLength"] as const) {
+      if (o[k] !== undefined && (!Number.isSafeInteger(o[k]) || (o[k] as number) <= 0)) throw new ConfigError(at(k), "must be a positive integer");
+    }
+    return {
+      id: o.id,
+      plugin: o.plugin,
+      options: (o.options as Record<string, unknown>) ?? {},
+      pricing,
+      maxOutputTokens: o.maxOutputTokens as number | undefined,
+      contextLength: o.contextLength as number | undefined,
+      ownedBy: typeof o.ownedBy === "string" ? o.ownedBy : undefined,
+    };
+  });
+}

@@ -1,0 +1,75 @@
+/**
+ * The database: PostgreSQL through postgres.js when DATABASE_URL is set, otherwise PGlite
+ * (Postgres compiled to WASM) under the data directory. Same schema, same migrations, same queries.
+ */
+import { PGlite } from "@electric-sql/pglite";
+import { sql, type SQL } from "drizzle-orm";
+import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
+import { drizzle as drizzlePostgres } from "drizzle-orm/postgres-js";
+import { mkdirSync } from "node:fs";
+import postgres from "postgres";
+import * as schema from "./schema/index.ts";
+import { pgliteAssets } from "./embedded-assets.ts";
+import { MIGRATIONS, splitStatements } from "./migrations.ts";
+
+export type Db = ReturnType<typeof drizzlePostgres<typeof schema>>;
+/** a Db or a transaction on it: every query function takes one of these first */
+export type Tx = Db | Parameters<Parameters<Db["transaction"]>[0]>[0];
+
+export interface Database {
+  db: Db;
+  kind: "postgres" | "pglite";
+  close(): Promise<void>;
+}
+
+export async function openDatabase(opts: { databaseUrl: string | null; dataDir: string; poolSize?: number }): Promise<Database> {
+  if (opts.databaseUrl) {
+    const client = postgres(opts.databaseUrl, { max: opts.poolSize ?? 20, onnotice: () => {}, connection: { application_name: "reelay" } });
+    const db = drizzlePostgres(client, { schema });
+    return { db, kind: "postgres", close: () => client.end({ timeout: 5 }) };
+  }
+  mkdirSync(opts.dataDir, { recursive: true });
+  const [pgliteWasmModule, initdbWasmModule] = await Promise.all([
+    WebAssembly.compile(await Bun.file(pgliteAssets.pgliteWasm).arrayBuffer()),
+    WebAssembly.compile(await Bun.file(pgliteAssets.initdbWasm).arrayBuffer()),
+  ]);
+  const fsBundle = new Blob([await Bun.file(pgliteAssets.pgliteData).arrayBuffer()]);
+  const client = await PGlite.create({ dataDir: opts.dataDir, pgliteWasmModule, initdbWasmModule, fsBundle });
+  const db = drizzlePglite(client, { schema }) as unknown as Db;
+  return { db, kind: "pglite", close: () => client.close() };
+}
+
+/** Rows of a raw `execute` (postgres.js returns an array, PGlite an object with `rows`). */
+export function rowsOf<T>(result: unknown): T[] {
+  return (Array.isArray(result) ? result : (result as { rows: T[] }).rows) as T[];
+}
+
+export async function query<T = Record<string, unknown>>(db: Tx, q: SQL): Promise<T[]> {
+  return rowsOf<T>(await db.execute(q));
+}
+
+const MIGRATION_LOCK = 7_312_001; // arbitrary advisory-lock key shared by all reelay instances
+
+/** Apply pending migrations, one transaction each, under an advisory lock (several instances may boot at once). */
+export async function migrate(db: Db): Promise<string[]> {
+  const applied: string[] = [];
+  await db.transaction(async (tx) => {
+    await tx.execute(sql`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`);
+    await tx.execute(sql`CREATE TABLE IF NOT EXISTS reelay_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`);
+    const done = new Set((await query<{ name: string }>(tx, sql`SELECT name FROM reelay_migrations`)).map((r) => r.name));
+    for (const m of MIGRATIONS) {
+      if (done.has(m.name)) continue;
+      for (const stmt of splitStatements(m.sql)) await tx.execute(sql.raw(stmt));
+      await tx.execute(sql`INSERT INTO reelay_migrations (name) VALUES (${m.name})`);
+      applied.push(m.name);
+    }
+  });
+  return applied;
+}
+
+/** Names of migrations the binary knows but the database lacks (readiness check). */
+export async function pendingMigrations(db: Db): Promise<string[]> {
+  const rows = await query<{ name: string }>(db, sql`SELECT name FROM reelay_migrations`).catch(() => []);
+  const done = new Set(rows.map((r) => r.name));
+  return MIGRATIONS.map((m) => m.name).filter((n) => !done.has(n));
+}

@@ -1,0 +1,15 @@
+/**
+ * Migrations are the SQL files drizzle-kit generates in drizzle/ (from src/db/schema), embedded as
+ * text so the binary carries them. Add each new file to MIGRATIONS in order.
+ */
+// @ts-ignore: text import
+import m0000 from "../../drizzle/0000_init.sql" with { type: "text" };
+
+export const MIGRATIONS: Array<{ name: string; sql: string }> = [{ name: "0000_init", sql: m0000 as unknown as string }];
+
+export function splitStatements(sqlText: string): string[] {
+  return sqlText
+    .split("--> statement-breakpoint")
+    .map((s) => s.trim())
+    .filter(Boolean);
+}

@@ -1,0 +1,5 @@
+export * from "./accounts.ts";
+export * from "./keys.ts";
+export * from "./credits.ts";
+export * from "./usage.ts";
+export * from "./video-jobs.ts";

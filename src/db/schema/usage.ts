@@ -1,0 +1,39 @@
+import { bigint, bigserial, boolean, index, integer, pgTable, text, timestamp } from "drizzle-orm/pg-core";
+import { accounts } from "./accounts.ts";
+
+/** One row per billed request or video job: what was used and what it cost. */
+export const usageRecords = pgTable(
+  "usage_records",
+  {
+    id: bigserial("id", { mode: "number" }).primaryKey(),
+    accountId: text("account_id").notNull().references(() => accounts.id),
+    /** the key that made the request (null for operations with no key) */
+    keyId: text("key_id"),
+    /** request id ("req_…") or video job id ("vid_…") */
+    ref: text("ref").notNull(),
+    kind: text("kind", { enum: ["chat", "embeddings", "video"] }).notNull(),
+    model: text("model").notNull(),
+    promptTokens: integer("prompt_tokens"),
+    completionTokens: integer("completion_tokens"),
+    /** chat: completion tokens actually written to the client */
+    deliveredTokens: integer("delivered_tokens"),
+    /** chat: completion tokens the upstream reported (null when it reported none) */
+    reportedTokens: integer("reported_tokens"),
+    /** "upstream" when billed on the upstream's usage, "local" when counted by reelay's tokenizer */
+    tokenSource: text("token_source"),
+    /** video: seconds of output */
+    seconds: integer("seconds"),
+    /** micro-dollars charged */
+    cost: bigint("cost", { mode: "number" }).notNull(),
+    /** HTTP status returned (or 200 for completed jobs, 500 for failed ones) */
+    status: integer("status").notNull(),
+    /** the client went away before the end of a stream */
+    disconnected: boolean("disconnected").notNull().default(false),
+    latencyMs: integer("latency_ms"),
+    /** upstream/plugin that served it, for failing-upstream views */
+    plugin: text("plugin"),
+    errorCode: text("error_code"),
+    createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [index("usage_account_idx").on(t.accountId, t.id), index("usage_created_idx").on(t.createdAt)],
+);

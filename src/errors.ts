@@ -1,0 +1,67 @@
+/**
+ * The one error type of the HTTP surface. Everything a client sees as an error is an ApiError
+ * rendered by `renderError` into the OpenAI envelope; nothing else builds error bodies.
+ */
+export type ErrorType =
+  | "invalid_request_error"
+  | "authentication_error"
+  | "permission_error"
+  | "not_found_error"
+  | "conflict_error"
+  | "insufficient_quota"
+  | "rate_limit_error"
+  | "upstream_error"
+  | "timeout_error"
+  | "server_error"
+  | "service_unavailable";
+
+export class ApiError extends Error {
+  readonly status: number;
+  readonly type: ErrorType;
+  readonly code: string | null;
+  readonly param: string | null;
+  readonly headers?: Record<string, string>;
+  constructor(status: number, type: ErrorType, message: string, opts: { code?: string | null; param?: string | null; headers?: Record<string, string>; cause?: unknown } = {}) {
+    super(message, { cause: opts.cause });
+    this.name = "ApiError";
+    this.status = status;
+    this.type = type;
+    this.code = opts.code ?? null;
+    this.param = opts.param ?? null;
+    this.headers = opts.headers;
+  }
+
+  toJSON() {
+    return { error: { message: this.message, type: this.type, param: this.param, code: this.code } };
+  }
+}
+
+export const badRequest = (message: string, param: string | null = null, code = "invalid_request") =>
+  new ApiError(400, "invalid_request_error", message, { param, code });
+export const unauthorized = (message = "Invalid API key provided.") =>
+  new ApiError(401, "authentication_error", message, { code: "invalid_api_key" });
+export const forbidden = (message: string) => new ApiError(403, "permission_error", message, { code: "insufficient_scope" });
+export const notFound = (message: string, code = "not_found", param: string | null = null) =>
+  new ApiError(404, "not_found_error", message, { code, param });
+export const modelNotFound = (model: string) =>
+  new ApiError(404, "not_found_error", `The model '${model}' does not exist or you do not have access to it.`, { code: "model_not_found", param: "model" });
+export const insufficientQuota = (needed: number, available: number) =>
+  new ApiError(402, "insufficient_quota", `Insufficient credits: this request needs ${formatUsd(needed)} but only ${formatUsd(available)} is available.`, { code: "insufficient_quota" });
+export const tooLarge = (message: string, param: string | null = null) =>
+  new ApiError(413, "invalid_request_error", message, { param, code: "payload_too_large" });
+
+/** 1 USD = 1,000,000 micro-dollars */
+export function formatUsd(micros: number): string {
+  return `$${(micros / 1_000_000).toFixed(6)} (${micros} micro-dollars)`;
+}
+
+export function errorBody(status: number, type: ErrorType, message: string, code: string | null = null, param: string | null = null) {
+  return { error: { message, type, param, code } };
+}
+
+export function jsonError(err: ApiError, extraHeaders: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(err.toJSON()), {
+    status: err.status,
+    headers: { "content-type": "application/json", ...err.headers, ...extraHeaders },
+  });
+}

@@ -1,0 +1,29 @@
+/**
+ * Structured logs: one JSON object per line on stdout (pino), human-readable when stdout is a
+ * terminal (or REELAY_LOG_FORMAT=pretty). Secrets never reach a log line: API keys are logged by
+ * their visible prefix only, and the redact list catches the usual header and option names.
+ */
+import pino, { type Logger as PinoLogger } from "pino";
+import pretty from "pino-pretty";
+import type { Config } from "./config.ts";
+
+export type Logger = PinoLogger;
+
+const REDACT = ["authorization", "headers.authorization", "req.headers.authorization", "apiKey", "api_key", "key", "password", "token", "adminToken"];
+
+export function createLogger(opts: Pick<Config, "logLevel" | "logPretty">, destination?: NodeJS.WritableStream): Logger {
+  const base = { level: opts.logLevel, base: undefined, redact: { paths: REDACT, censor: "[redacted]" }, timestamp: pino.stdTimeFunctions.isoTime };
+  if (opts.logPretty && !destination) return pino(base, pretty({ colorize: true, translateTime: "SYS:HH:MM:ss.l", ignore: "pid,hostname", sync: true }));
+  return pino(base, destination ?? pino.destination({ fd: 1, sync: false }));
+}
+
+/** Adapter to the plugin SDK's logger shape (msg first, fields second). */
+export function pluginLogger(logger: Logger, plugin: string, model: string) {
+  const child = logger.child({ plugin, model });
+  return {
+    debug: (msg: string, fields?: Record<string, unknown>) => child.debug(fields ?? {}, msg),
+    info: (msg: string, fields?: Record<string, unknown>) => child.info(fields ?? {}, msg),
+    warn: (msg: string, fields?: Record<string, unknown>) => child.warn(fields ?? {}, msg),
+    error: (msg: string, fields?: Record<string, unknown>) => child.error(fields ?? {}, msg),
+  };
+}

@@ -1,0 +1,67 @@
+#!/usr/bin/env bun
+/**
+ * The reelay program: `reelay serve` (default) runs the API; other subcommands administer the
+ * database with the same configuration (see `reelay help`).
+ */
+import { startServer, openAndMigrate } from "./boot.ts";
+import { COMMANDS, runCommand, UsageError } from "./cli/commands.ts";
+import { ConfigError, loadConfig } from "./config.ts";
+import { ApiError } from "./errors.ts";
+import { createLogger } from "./logger.ts";
+
+const HELP = `reelay — image-to-video, chat and embeddings API with credit billing
+
+usage: reelay [command]
+
+  serve                 run the API server (default)
+  migrate               apply database migrations and exit
+${Object.values(COMMANDS).map((c) => "  " + c.usage).join("\n")}
+  help                  this text
+
+Money is in integer micro-dollars (1 USD = 1000000). Configuration: environment variables (see README).`;
+
+async function main(argv: string[]): Promise<number> {
+  const command = argv[0] ?? "serve";
+  if (command === "help" || command === "--help" || command === "-h") {
+    console.log(HELP);
+    return 0;
+  }
+  const config = loadConfig();
+  if (command === "serve") {
+    const logger = createLogger(config);
+    const running = await startServer(config, { logger });
+    let signals = 0;
+    const onSignal = (sig: string) => {
+      if (++signals > 1) process.exit(1);
+      logger.info({ signal: sig }, "signal received");
+      running.stop().then(() => process.exit(0), (e) => {
+        logger.error({ err: e }, "shutdown failed");
+        process.exit(1);
+      });
+    };
+    process.on("SIGTERM", () => onSignal("SIGTERM"));
+    process.on("SIGINT", () => onSignal("SIGINT"));
+    return -1; // keep running
+  }
+  const logger = createLogger({ ...config, logLevel: "warn", logPretty: false }, process.stderr);
+  if (command === "migrate") {
+    const database = await openAndMigrate({ ...config }, createLogger(config));
+    await database.close();
+    console.log(JSON.stringify({ migrated: true, database: config.databaseUrl ? "postgres" : "pglite" }));
+    return 0;
+  }
+  return runCommand(config, logger, argv);
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code >= 0) process.exit(code);
+  },
+  (e) => {
+    if (e instanceof UsageError) console.error(`reelay: ${e.message}\n\n${HELP}`);
+    else if (e instanceof ConfigError) console.error(`reelay: ${e.message}`);
+    else if (e instanceof ApiError) console.error(`reelay: ${e.message}`);
+    else console.error(`reelay: ${(e as Error)?.message ?? e}`);
+    process.exit(e instanceof UsageError ? 2 : 1);
+  },
+);

@@ -1,0 +1,57 @@
+import { Elysia, t } from "elysia";
+import type { AppDeps } from "../../deps.ts";
+import { getBalance } from "../../billing/index.ts";
+import { authErrors } from "../../http/schemas.ts";
+import { requireKey } from "../../http/require-key.ts";
+import { listUsage } from "./service.ts";
+
+export const PageQuery = t.Object({
+  limit: t.Optional(t.Integer({ minimum: 1, maximum: 500, default: 50, description: "page size (1–500)" })),
+  before: t.Optional(t.Integer({ minimum: 1, description: "cursor: the `next_before` of the previous page" })),
+});
+
+export const UsageRecord = t.Object({
+  id: t.Integer(),
+  object: t.Literal("usage_record"),
+  ref: t.String(),
+  kind: t.String(),
+  model: t.String(),
+  prompt_tokens: t.Nullable(t.Integer()),
+  completion_tokens: t.Nullable(t.Integer()),
+  delivered_tokens: t.Nullable(t.Integer()),
+  reported_tokens: t.Nullable(t.Integer()),
+  token_source: t.Nullable(t.String()),
+  seconds: t.Nullable(t.Integer()),
+  cost: t.Integer({ description: "micro-dollars" }),
+  status: t.Integer(),
+  disconnected: t.Boolean(),
+  latency_ms: t.Nullable(t.Integer()),
+  created_at: t.String(),
+});
+
+/** What a client may read about its own account: credits and usage. */
+export const accountRoutes = (deps: AppDeps) =>
+  new Elysia({ prefix: "/v1", tags: ["account"] })
+    .use(requireKey(deps))
+    .get(
+      "/account",
+      async ({ principal }) => {
+        const b = await getBalance(deps.database.db, principal.accountId);
+        return { object: "account" as const, id: principal.accountId, key_prefix: principal.keyPrefix, balance: b.balance, held: b.held, available: b.available, currency: "micro-USD" as const };
+      },
+      {
+        detail: { summary: "Credits of the calling key's account (integer micro-dollars: 1 USD = 1,000,000)", security: [{ bearer: [] }] },
+        response: {
+          200: t.Object(
+            { object: t.Literal("account"), id: t.String(), key_prefix: t.String(), balance: t.Integer(), held: t.Integer(), available: t.Integer(), currency: t.Literal("micro-USD") },
+            { examples: [{ object: "account", id: "acct_x", key_prefix: "rl-AbCd1234", balance: 5000000, held: 150000, available: 4850000, currency: "micro-USD" }] },
+          ),
+          ...authErrors,
+        },
+      },
+    )
+    .get("/usage", ({ principal, query }) => listUsage(deps.database.db, principal.accountId, { limit: query.limit ?? 50, before: query.before }), {
+      query: PageQuery,
+      detail: { summary: "The account's usage records, newest first (cursor pagination with `before`)", security: [{ bearer: [] }] },
+      response: { 200: t.Object({ object: t.Literal("list"), data: t.Array(UsageRecord), has_more: t.Boolean(), next_before: t.Nullable(t.Integer()) }), ...authErrors },
+    });

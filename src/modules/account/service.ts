@@ -1,0 +1,62 @@
+import { and, desc, eq, lt } from "drizzle-orm";
+import type { Tx } from "../../db/index.ts";
+import { ledger, usageRecords } from "../../db/schema/index.ts";
+
+export interface Page {
+  limit: number;
+  /** return rows with id < before (cursor from the previous page's last id) */
+  before?: number;
+}
+
+export async function listUsage(tx: Tx, accountId: string, page: Page) {
+  const rows = await tx
+    .select()
+    .from(usageRecords)
+    .where(page.before ? and(eq(usageRecords.accountId, accountId), lt(usageRecords.id, page.before)) : eq(usageRecords.accountId, accountId))
+    .orderBy(desc(usageRecords.id))
+    .limit(page.limit + 1);
+  return paged(rows, page.limit, (r) => ({
+    id: r.id,
+    object: "usage_record" as const,
+    ref: r.ref,
+    kind: r.kind,
+    model: r.model,
+    prompt_tokens: r.promptTokens,
+    completion_tokens: r.completionTokens,
+    delivered_tokens: r.deliveredTokens,
+    reported_tokens: r.reportedTokens,
+    token_source: r.tokenSource,
+    seconds: r.seconds,
+    cost: r.cost,
+    status: r.status,
+    disconnected: r.disconnected,
+    latency_ms: r.latencyMs,
+    created_at: r.createdAt.toISOString(),
+  }));
+}
+
+export async function listLedger(tx: Tx, accountId: string, page: Page) {
+  const rows = await tx
+    .select()
+    .from(ledger)
+    .where(page.before ? and(eq(ledger.accountId, accountId), lt(ledger.id, page.before)) : eq(ledger.accountId, accountId))
+    .orderBy(desc(ledger.id))
+    .limit(page.limit + 1);
+  return paged(rows, page.limit, (r) => ({
+    id: r.id,
+    object: "ledger_entry" as const,
+    kind: r.kind,
+    amount: r.amount,
+    held_change: r.heldChange,
+    hold_id: r.holdId,
+    ref: r.ref,
+    reason: r.reason,
+    created_at: r.createdAt.toISOString(),
+  }));
+}
+
+function paged<R extends { id: number }, V>(rows: R[], limit: number, view: (r: R) => V) {
+  const more = rows.length > limit;
+  const page = rows.slice(0, limit);
+  return { object: "list" as const, data: page.map(view), has_more: more, next_before: more ? page[page.length - 1]!.id : null };
+}

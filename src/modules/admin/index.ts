@@ -1,0 +1,140 @@
+/**
+ * The admin HTTP API under /admin, for operators. Protected by REELAY_ADMIN_TOKEN (Bearer);
+ * client API keys are refused. Disabled (every call 401) when no admin token is configured.
+ */
+import { Elysia, t } from "elysia";
+import type { AppDeps } from "../../deps.ts";
+import { safeEqual, parseBearer } from "../../auth/authenticate-key.ts";
+import * as billing from "../../billing/index.ts";
+import { ApiError, forbidden, unauthorized } from "../../errors.ts";
+import { ErrorEnvelope } from "../../http/schemas.ts";
+import { PageQuery } from "../account/index.ts";
+import { listLedger } from "../account/service.ts";
+import * as svc from "../accounts/service.ts";
+
+const Limits = {
+  requests_per_minute: t.Optional(t.Nullable(t.Integer({ minimum: 0 }))),
+  tokens_per_minute: t.Optional(t.Nullable(t.Integer({ minimum: 0 }))),
+  concurrent_video_jobs: t.Optional(t.Nullable(t.Integer({ minimum: 0 }))),
+};
+
+const toLimits = (b: { requests_per_minute?: number | null; tokens_per_minute?: number | null; concurrent_video_jobs?: number | null }): svc.KeyLimits => {
+  const out: svc.KeyLimits = {};
+  if (b.requests_per_minute !== undefined) out.rpmLimit = b.requests_per_minute;
+  if (b.tokens_per_minute !== undefined) out.tpmLimit = b.tokens_per_minute;
+  if (b.concurrent_video_jobs !== undefined) out.videoConcurrencyLimit = b.concurrent_video_jobs;
+  return out;
+};
+
+const adminErrors = { 400: ErrorEnvelope, 401: ErrorEnvelope, 403: ErrorEnvelope, 404: ErrorEnvelope };
+const security = [{ admin: [] }];
+
+export function checkAdmin(adminToken: string | null, authorization: string | undefined | null) {
+  if (!adminToken) throw unauthorized("The admin API is disabled: set REELAY_ADMIN_TOKEN to enable it.");
+  const token = parseBearer(authorization);
+  if (!token) throw unauthorized("Missing admin token: send 'Authorization: Bearer <REELAY_ADMIN_TOKEN>'.");
+  if (safeEqual(token, adminToken)) return;
+  if (token.startsWith(svc.KEY_PREFIX)) throw forbidden("Client API keys cannot use the admin API.");
+  throw unauthorized("Invalid admin token.");
+}
+
+export const adminRoutes = (deps: AppDeps, extra: Elysia<any>[] = []) => {
+  const db = deps.database.db;
+  let app = new Elysia({ prefix: "/admin", tags: ["admin"] })
+    .onBeforeHandle({ as: "scoped" }, ({ headers }) => checkAdmin(deps.config.adminToken, headers["authorization"]))
+    .post(
+      "/accounts",
+      async ({ body, set }) => {
+        set.status = 201;
+        return svc.publicAccount(await svc.createFundedAccount(db, body.name, body.credits ?? 0));
+      },
+      {
+        body: t.Object({ name: t.String({ minLength: 1, maxLength: 200 }), credits: t.Optional(t.Integer({ minimum: 0, description: "initial credits, micro-dollars" })) }, { examples: [{ name: "acme", credits: 5000000 }] }),
+        detail: { summary: "Create an account (optionally funded)", security },
+        response: { 201: t.Any(), ...adminErrors },
+      },
+    )
+    .get("/accounts", async ({ query }) => ({ object: "list", data: (await svc.listAccounts(db, query.limit ?? 100, query.offset ?? 0)).map(svc.publicAccount) }), {
+      query: t.Object({ limit: t.Optional(t.Integer({ minimum: 1, maximum: 1000 })), offset: t.Optional(t.Integer({ minimum: 0 })) }),
+      detail: { summary: "List accounts", security },
+    })
+    .get("/accounts/:id", async ({ params }) => svc.publicAccount(await svc.getAccount(db, params.id)), {
+      detail: { summary: "An account with its balance, held and available credits", security },
+      response: { 200: t.Any(), ...adminErrors },
+    })
+    .patch("/accounts/:id/limits", async ({ params, body }) => svc.publicAccount(await svc.setAccountLimits(db, params.id, toLimits(body))), {
+      body: t.Object(Limits),
+      detail: { summary: "Set rate-limit overrides for a whole account (null: configured default)", security },
+    })
+    .post(
+      "/accounts/:id/credits",
+      async ({ params, body }) => {
+        await db.transaction((tx) => billing.grant(tx, params.id, body.amount, body.reason ?? "grant by admin", body.ref ?? null));
+        return svc.publicAccount(await svc.getAccount(db, params.id));
+      },
+      {
+        body: t.Object({ amount: t.Integer({ minimum: 1, description: "micro-dollars" }), reason: t.Optional(t.String({ maxLength: 500 })), ref: t.Optional(t.String({ maxLength: 200 })) }, { examples: [{ amount: 10000000, reason: "invoice 42" }] }),
+        detail: { summary: "Grant credits (micro-dollars)", security },
+        response: { 200: t.Any(), ...adminErrors },
+      },
+    )
+    .post(
+      "/accounts/:id/adjustments",
+      async ({ params, body }) => {
+        await db.transaction((tx) => billing.adjust(tx, params.id, body.amount, body.reason, body.ref ?? null));
+        return svc.publicAccount(await svc.getAccount(db, params.id));
+      },
+      {
+        body: t.Object({ amount: t.Integer({ description: "signed micro-dollars; refused if the balance would drop below what is held" }), reason: t.String({ minLength: 1, maxLength: 500 }), ref: t.Optional(t.String({ maxLength: 200 })) }),
+        detail: { summary: "Adjust credits up or down with a reason", security },
+      },
+    )
+    .get("/accounts/:id/ledger", async ({ params, query }) => {
+      await svc.getAccount(db, params.id);
+      return listLedger(db, params.id, { limit: query.limit ?? 50, before: query.before });
+    }, { query: PageQuery, detail: { summary: "The account's ledger, newest first", security } })
+    .post(
+      "/accounts/:id/keys",
+      async ({ params, body, set }) => {
+        const { key, record } = await svc.createKey(db, params.id, { name: body.name, scopes: body.scopes ?? null, allowedModels: body.models ?? null, ...toLimits(body) });
+        set.status = 201;
+        return { ...svc.publicKey(record), key };
+      },
+      {
+        body: t.Object(
+          {
+            name: t.String({ minLength: 1, maxLength: 200 }),
+            scopes: t.Optional(t.Nullable(t.Array(t.Union([t.Literal("chat"), t.Literal("embeddings"), t.Literal("video")])))),
+            models: t.Optional(t.Nullable(t.Array(t.String(), { description: "model ids this key may use (omit: all)" }))),
+            ...Limits,
+          },
+          { examples: [{ name: "production", scopes: ["chat", "embeddings"] }] },
+        ),
+        detail: { summary: "Create an API key. The key is in this response only; reelay stores its hash.", security },
+        response: { 201: t.Any(), ...adminErrors },
+      },
+    )
+    .get("/accounts/:id/keys", async ({ params }) => {
+      await svc.getAccount(db, params.id);
+      return { object: "list", data: (await svc.listKeys(db, params.id)).map(svc.publicKey) };
+    }, { detail: { summary: "List an account's keys (prefix, name, times; never the key)", security } })
+    .post("/keys/:id/revoke", async ({ params }) => {
+      const row = await svc.revokeKey(db, params.id);
+      deps.auth.evict(params.id);
+      return svc.publicKey(row);
+    }, { detail: { summary: "Revoke a key (takes effect at once here, within the key cache TTL on other instances)", security } })
+    .post("/keys/:id/rotate", async ({ params }) => {
+      const { key, record } = await svc.rotateKey(db, params.id);
+      deps.auth.evict(params.id);
+      return { ...svc.publicKey(record), key, replaces: params.id };
+    }, { detail: { summary: "Revoke a key and issue a new one with the same settings", security } })
+    .patch("/keys/:id/limits", async ({ params, body }) => {
+      const row = await svc.setKeyLimits(db, params.id, toLimits(body));
+      deps.auth.evict(params.id);
+      return svc.publicKey(row);
+    }, { body: t.Object(Limits), detail: { summary: "Set a key's rate-limit overrides (null: account/default)", security } });
+  for (const e of extra) app = app.use(e) as typeof app;
+  return app;
+};
+
+export { ApiError };

@@ -1,0 +1,38 @@
+import { Elysia, t } from "elysia";
+import { sql } from "drizzle-orm";
+import type { AppDeps } from "../../deps.ts";
+import { pendingMigrations } from "../../db/index.ts";
+
+export type ReadinessCheck = () => Promise<{ name: string; ok: boolean; detail?: string; degraded?: boolean }>;
+
+/** /healthz: the process answers. /readyz: the database answers and has every migration. */
+export const healthRoutes = (deps: AppDeps, extraChecks: ReadinessCheck[] = []) =>
+  new Elysia({ tags: ["health"] })
+    .get("/healthz", () => ({ status: "ok" as const }), {
+      detail: { summary: "Liveness: the process is up" },
+      response: { 200: t.Object({ status: t.Literal("ok") }, { examples: [{ status: "ok" }] }) },
+    })
+    .get(
+      "/readyz",
+      async ({ set }) => {
+        const checks: Array<{ name: string; ok: boolean; detail?: string; degraded?: boolean }> = [];
+        try {
+          await deps.database.db.execute(sql`SELECT 1`);
+          const pending = await pendingMigrations(deps.database.db);
+          checks.push({ name: "database", ok: pending.length === 0, detail: pending.length ? `pending migrations: ${pending.join(", ")}` : deps.database.kind });
+        } catch (e) {
+          checks.push({ name: "database", ok: false, detail: (e as Error).message });
+        }
+        for (const check of extraChecks) checks.push(await check().catch((e) => ({ name: "check", ok: false, detail: String(e) })));
+        const ready = checks.every((c) => c.ok);
+        if (!ready) set.status = 503;
+        return { status: ready ? ("ready" as const) : ("not_ready" as const), checks };
+      },
+      {
+        detail: { summary: "Readiness: database reachable, migrations applied (plus degraded dependencies such as Redis)" },
+        response: {
+          200: t.Object({ status: t.Literal("ready"), checks: t.Array(t.Object({ name: t.String(), ok: t.Boolean(), detail: t.Optional(t.String()), degraded: t.Optional(t.Boolean()) })) }),
+          503: t.Object({ status: t.Literal("not_ready"), checks: t.Array(t.Object({ name: t.String(), ok: t.Boolean(), detail: t.Optional(t.String()), degraded: t.Optional(t.Boolean()) })) }),
+        },
+      },
+    );

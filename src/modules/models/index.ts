@@ -1,0 +1,35 @@
+import { Elysia, t } from "elysia";
+import type { AppDeps } from "../../deps.ts";
+import { modelNotFound } from "../../errors.ts";
+import { authErrors, ErrorEnvelope } from "../../http/schemas.ts";
+import { requireKey } from "../../http/require-key.ts";
+import { keyMayUse, type RegisteredModel } from "../../registry/model-registry.ts";
+
+const Model = t.Object(
+  { id: t.String(), object: t.Literal("model"), created: t.Integer(), owned_by: t.String() },
+  { examples: [{ id: "use-lite", object: "model", created: 1763760000, owned_by: "reelay" }] },
+);
+
+const view = (m: RegisteredModel) => ({ id: m.id, object: "model" as const, created: m.createdAt, owned_by: m.ownedBy });
+
+/** GET /v1/models: the models this key may use, in OpenAI's list shape. */
+export const modelRoutes = (deps: AppDeps) =>
+  new Elysia({ prefix: "/v1", tags: ["models"] })
+    .use(requireKey(deps))
+    .get("/models", ({ principal }) => ({ object: "list" as const, data: deps.registry.list().filter((m) => keyMayUse(m, principal)).map(view) }), {
+      detail: { summary: "List the models this API key may use", security: [{ bearer: [] }] },
+      response: { 200: t.Object({ object: t.Literal("list"), data: t.Array(Model) }), ...authErrors },
+    })
+    .get(
+      "/models/:model",
+      ({ principal, params }) => {
+        const m = deps.registry.get(params.model);
+        if (!m || !keyMayUse(m, principal)) throw modelNotFound(params.model);
+        return view(m);
+      },
+      {
+        params: t.Object({ model: t.String() }),
+        detail: { summary: "Retrieve one model", security: [{ bearer: [] }] },
+        response: { 200: Model, 404: ErrorEnvelope, ...authErrors },
+      },
+    );

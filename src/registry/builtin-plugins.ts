@@ -1,0 +1,7 @@
+/** Plugins compiled into reelay. Adding a provider: its folder under plugins/ and one line here. */
+import type { ReelayPlugin } from "../plugin-sdk/index.ts";
+import localEmbeddings from "../../plugins/local-embeddings/index.ts";
+import openaiCompatible from "../../plugins/openai-compatible/index.ts";
+import previewVideo from "../../plugins/preview-video/index.ts";
+
+export const builtinPlugins: ReelayPlugin[] = [localEmbeddings, openaiCompatible, previewVideo];

@@ -1,0 +1,89 @@
+/**
+ * The model registry: model id -> plugin instance, pricing and limits. Built once at boot from the
+ * configured models (or the built-in defaults) plus models that loaded plugins declare. What a model
+ * can do is whatever capabilities its instance implements; the core never looks at plugin names.
+ */
+import type { Config, ModelConfig } from "../config.ts";
+import { ConfigError } from "../config.ts";
+import type { ModelInstance, ModelPricing, PluginContext, ReelayPlugin } from "../plugin-sdk/index.ts";
+import type { Scope } from "../modules/accounts/service.ts";
+
+export type Capability = "chat" | "embeddings" | "video";
+
+export interface RegisteredModel {
+  id: string;
+  plugin: string;
+  pricing: ModelPricing;
+  maxOutputTokens?: number;
+  contextLength?: number;
+  ownedBy: string;
+  createdAt: number;
+  capabilities: Capability[];
+  instance: ModelInstance;
+}
+
+export interface ModelRegistry {
+  get(id: string): RegisteredModel | undefined;
+  list(): RegisteredModel[];
+  close(): Promise<void>;
+}
+
+export type ContextFactory = (model: ModelConfig, plugin: ReelayPlugin) => PluginContext;
+
+/** The models to serve: the config file's list, or every built-in plugin's declared models. */
+export function resolveModelList(configured: ModelConfig[] | null, builtin: ReelayPlugin[], external: ReelayPlugin[]): ModelConfig[] {
+  const fromDecl = (p: ReelayPlugin): ModelConfig[] =>
+    (p.models ?? []).map((d) => ({ id: d.id, plugin: p.name, options: d.options ?? {}, pricing: d.pricing, maxOutputTokens: d.maxOutputTokens, contextLength: d.contextLength, ownedBy: d.ownedBy }));
+  const list: ModelConfig[] = configured ? [...configured] : builtin.flatMap(fromDecl);
+  const claimedBy = new Map(list.map((m) => [m.id, m.plugin]));
+  for (const p of external) {
+    for (const m of fromDecl(p)) {
+      const owner = claimedBy.get(m.id);
+      if (owner && owner !== p.name) throw new ConfigError(`model "${m.id}"`, `claimed by both plugin "${owner}" and plugin "${p.name}"`);
+      if (owner) {
+        // configured entry for an external plugin's model: config values win over the declaration
+        const i = list.findIndex((x) => x.id === m.id);
+        const c = list[i]!;
+        list[i] = { ...m, ...c, options: { ...m.options, ...c.options }, pricing: { ...m.pricing, ...c.pricing } };
+      } else {
+        list.push(m);
+        claimedBy.set(m.id, p.name);
+      }
+    }
+  }
+  return list;
+}
+
+export async function buildRegistry(models: ModelConfig[], plugins: Map<string, ReelayPlugin>, makeContext: ContextFactory): Promise<ModelRegistry> {
+  const byId = new Map<string, RegisteredModel>();
+  const now = Math.floor(Date.now() / 1000);
+  for (const [i, m] of models.entries()) {
+    const plugin = plugins.get(m.plugin);
+    if (!plugin) throw new ConfigError(`models[${i}].plugin`, `no plugin named "${m.plugin}" (available: ${[...plugins.keys()].join(", ")})`);
+    const problems = plugin.validateOptions?.(m.options) ?? [];
+    if (problems.length) throw new ConfigError(`models[${i}].options`, `model "${m.id}": ${problems.join("; ")}`);
+    let instance: ModelInstance;
+    try {
+      instance = await plugin.create(makeContext(m, plugin));
+    } catch (e) {
+      throw new ConfigError(`models[${i}]`, `plugin "${m.plugin}" failed to create model "${m.id}": ${(e as Error).message}`);
+    }
+    const capabilities = (["chat", "embeddings", "video"] as const).filter((c) => instance[c]);
+    if (!capabilities.length) throw new ConfigError(`models[${i}]`, `plugin "${m.plugin}" gave model "${m.id}" no capability (chat, embeddings or video)`);
+    byId.set(m.id, { id: m.id, plugin: m.plugin, pricing: m.pricing, maxOutputTokens: m.maxOutputTokens, contextLength: m.contextLength, ownedBy: m.ownedBy ?? "reelay", createdAt: now, capabilities, instance });
+  }
+  return {
+    get: (id) => byId.get(id),
+    list: () => [...byId.values()],
+    close: async () => {
+      await Promise.allSettled([...byId.values()].map((m) => m.instance.close?.()));
+    },
+  };
+}
+
+/** May this key use this model? (allowed-model list and capability scopes) */
+export function keyMayUse(model: RegisteredModel, key: { scopes: Scope[] | null; allowedModels: string[] | null }): boolean {
+  if (key.allowedModels && !key.allowedModels.includes(model.id)) return false;
+  if (key.scopes && !model.capabilities.some((c) => key.scopes!.includes(c))) return false;
+  return true;
+}

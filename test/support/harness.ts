@@ -1,0 +1,93 @@
+/**
+ * Test harness: a fresh Postgres database per test file (created from DATABASE_URL, default the
+ * local server's `test` database), the real app served on a random port, and helpers to create
+ * funded accounts and keys through the admin API, as an operator would.
+ */
+import postgres from "postgres";
+import { createApp } from "../../src/app.ts";
+import { startServer, type Running } from "../../src/boot.ts";
+import { loadConfig, type Config } from "../../src/config.ts";
+import { createLogger } from "../../src/logger.ts";
+
+export const ADMIN_TOKEN = "test-admin-token-0123456789";
+const BASE_URL = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+
+/** Create an empty database for this test file and return its URL; dropped by `dropDatabase`. */
+export async function createTestDatabase(): Promise<string> {
+  const name = `reelay_t_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
+  const admin = postgres(BASE_URL, { max: 1, onnotice: () => {} });
+  try {
+    await admin.unsafe(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(BASE_URL);
+  url.pathname = "/" + name;
+  return url.toString();
+}
+
+export async function dropDatabase(url: string) {
+  const name = new URL(url).pathname.slice(1);
+  const admin = postgres(BASE_URL, { max: 1, onnotice: () => {} });
+  try {
+    await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  } finally {
+    await admin.end();
+  }
+}
+
+export function testConfig(overrides: Record<string, string | undefined> = {}): Config {
+  return loadConfig({
+    PORT: "0",
+    HOST: "127.0.0.1",
+    REELAY_ADMIN_TOKEN: ADMIN_TOKEN,
+    REELAY_LOG_LEVEL: "error",
+    REELAY_LOG_FORMAT: "json",
+    REELAY_PLUGINS_DIR: "/nonexistent-reelay-plugins",
+    ...overrides,
+  });
+}
+
+export interface TestServer extends Running {
+  url: string;
+  databaseUrl: string | null;
+  admin(path: string, init?: { method?: string; body?: unknown }): Promise<Response>;
+  /** a funded account and one key for it */
+  newClient(opts?: { credits?: number; scopes?: string[]; models?: string[]; limits?: Record<string, number> }): Promise<{ accountId: string; key: string; keyId: string }>;
+  close(): Promise<void>;
+}
+
+/** Start the real server on a random port against a fresh Postgres database (or PGlite if `pglite`). */
+export async function startTestServer(env: Record<string, string | undefined> = {}, opts: { pglite?: boolean } = {}): Promise<TestServer> {
+  const databaseUrl = opts.pglite ? null : await createTestDatabase();
+  const dataDir = opts.pglite ? `/tmp/reelay-test-pglite-${Date.now()}-${Math.random().toString(36).slice(2)}` : undefined;
+  const config = testConfig({ DATABASE_URL: databaseUrl ?? undefined, REELAY_DATA_DIR: dataDir, ...env });
+  const running = await startServer(config, { logger: createLogger(config) });
+  const url = running.url!.replace("0.0.0.0", "127.0.0.1");
+  const admin = (path: string, init: { method?: string; body?: unknown } = {}) =>
+    fetch(url + path, {
+      method: init.method ?? (init.body ? "POST" : "GET"),
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
+      body: init.body ? JSON.stringify(init.body) : undefined,
+    });
+  return {
+    ...running,
+    url,
+    databaseUrl,
+    admin,
+    async newClient(o = {}) {
+      const acct = (await (await admin("/admin/accounts", { body: { name: "test", credits: o.credits ?? 10_000_000 } })).json()) as { id: string };
+      const res = await admin(`/admin/accounts/${acct.id}/keys`, { body: { name: "k", scopes: o.scopes, models: o.models, ...o.limits } });
+      const key = (await res.json()) as { key: string; id: string };
+      if (res.status !== 201) throw new Error(`key creation failed: ${JSON.stringify(key)}`);
+      return { accountId: acct.id, key: key.key, keyId: key.id };
+    },
+    async close() {
+      await running.stop();
+      if (databaseUrl) await dropDatabase(databaseUrl);
+    },
+  };
+}
+
+/** Build the app without listening (for tests that call app.handle directly). */
+export { createApp };
