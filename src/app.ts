@@ -11,15 +11,18 @@ import { routeMethodIndex } from "./http/route-methods.ts";
 import { randomId } from "./billing/ids.ts";
 import { accountRoutes } from "./modules/account/index.ts";
 import { adminRoutes } from "./modules/admin/index.ts";
-import { healthRoutes, type ReadinessCheck } from "./modules/health/index.ts";
+import { healthRoutes } from "./modules/health/index.ts";
 import { modelRoutes } from "./modules/models/index.ts";
+import { chatRoutes } from "./modules/chat/index.ts";
+import { embeddingsRoutes } from "./modules/embeddings/index.ts";
+import { videoRoutes } from "./modules/videos/index.ts";
+import type { Ops } from "./ops/index.ts";
 
 const REQUEST_ID_RE = /^[\w.:-]{1,128}$/;
 
 export interface AppExtensions {
-  /** route modules added by features (chat, embeddings, videos, metrics …) */
-  modules?: Elysia<any, any, any, any, any, any, any>[];
-  readinessChecks?: ReadinessCheck[];
+  /** operations: rate limits, metrics, request logs, usage views (absent in some unit tests) */
+  ops?: Pick<Ops, "requestHooks" | "routes" | "readinessChecks">;
 }
 
 export function createApp(deps: AppDeps, ext: AppExtensions = {}) {
@@ -40,12 +43,16 @@ export function createApp(deps: AppDeps, ext: AppExtensions = {}) {
       set.headers["content-type"] = "application/json";
       return JSON.stringify(err.toJSON());
     })
+    .use(ext.ops ? ext.ops.requestHooks(deps) : new Elysia())
     .use(docs())
-    .use(healthRoutes(deps, ext.readinessChecks))
+    .use(healthRoutes(deps, ext.ops?.readinessChecks))
     .use(modelRoutes(deps))
     .use(accountRoutes(deps))
-    .use(adminRoutes(deps));
-  for (const m of ext.modules ?? []) app.use(m);
+    .use(adminRoutes(deps))
+    .use(chatRoutes(deps))
+    .use(embeddingsRoutes(deps))
+    .use(videoRoutes(deps));
+  for (const m of ext.ops?.routes(deps) ?? []) app.use(m);
   methodsFor = routeMethodIndex(app.routes);
   return app;
 }

@@ -19,6 +19,8 @@ import { hostServices, safeFetchBytes } from "./registry/host-services.ts";
 import { loadExternalPlugins } from "./registry/load-external-plugins.ts";
 import { lockDataDir } from "./db/data-dir-lock.ts";
 import { noTelemetry, noTokenBudget } from "./ops/hooks.ts";
+import { createOps, type Ops } from "./ops/index.ts";
+import { videoBackgroundTasks } from "./modules/videos/index.ts";
 
 export interface Running {
   deps: AppDeps;
@@ -42,7 +44,7 @@ export async function openAndMigrate(config: Config, logger: Logger) {
   return database;
 }
 
-export async function buildDeps(config: Config, logger: Logger = createLogger(config)): Promise<AppDeps> {
+export async function buildDeps(config: Config, logger: Logger = createLogger(config), ops?: Pick<Ops, "tokenBudget" | "telemetry">): Promise<AppDeps> {
   const database = await openAndMigrate(config, logger);
   try {
     const external = await loadExternalPlugins(config.pluginsDir, logger);
@@ -55,7 +57,7 @@ export async function buildDeps(config: Config, logger: Logger = createLogger(co
     const models = resolveModelList(config.models, builtinPlugins, external);
     const registry = await buildRegistry(models, plugins, contextFactory({ logger, env: process.env, safeFetchBytes, host: hostServices() }));
     const auth = new KeyAuthenticator(database.db, config.keyCacheMs, (e) => logger.warn({ err: e }, "could not update key last_used_at"));
-    return { config, database, registry, logger, auth, tokenBudget: noTokenBudget, telemetry: noTelemetry };
+    return { config, database, registry, logger, auth, tokenBudget: ops?.tokenBudget ?? noTokenBudget, telemetry: ops?.telemetry ?? noTelemetry };
   } catch (e) {
     await database.close();
     throw e;
@@ -64,12 +66,13 @@ export async function buildDeps(config: Config, logger: Logger = createLogger(co
 
 export async function startServer(config: Config, opts: { logger?: Logger; listen?: boolean } = {}): Promise<Running> {
   const logger = opts.logger ?? createLogger(config);
-  const deps = await buildDeps(config, logger);
-  const app = createApp(deps);
+  const ops = await createOps(config, logger);
+  const deps = await buildDeps(config, logger, ops);
+  const app = createApp(deps, { ops });
   const tasks: BackgroundTask[] = [every(config.holdSweepIntervalMs, async () => {
     const n = await sweepExpiredHolds(deps.database.db);
     if (n) logger.warn({ released: n }, "released expired holds of requests that never finished");
-  }, (e) => logger.error({ err: e }, "hold sweeper failed"))];
+  }, (e) => logger.error({ err: e }, "hold sweeper failed")), ...videoBackgroundTasks(deps)];
   for (const t of tasks) t.start();
 
   let server: Server<unknown> | null = null;
@@ -99,6 +102,7 @@ export async function startServer(config: Config, opts: { logger?: Logger; liste
       }
       await Promise.allSettled(tasks.map((t) => t.stop()));
       await deps.registry.close();
+      await ops.close();
       await deps.database.close();
       logger.info("stopped");
     })());
