@@ -11,13 +11,20 @@ import type { Db } from "../db/index.ts";
 import type { Logger } from "../logger.ts";
 import { listLedger } from "../modules/account/service.ts";
 import * as svc from "../modules/accounts/service.ts";
+import { USAGE_COMMANDS } from "./usage-commands.ts";
 
 export class UsageError extends Error {}
 
 export type Command = (db: Db, args: string[]) => Promise<unknown>;
 
 function opts(args: string[], spec: Record<string, { type: "string" | "boolean"; required?: boolean }>) {
-  const { values, positionals } = parseArgs({ args, options: Object.fromEntries(Object.entries(spec).map(([k, v]) => [k, { type: v.type }])), allowPositionals: true, strict: true });
+  let parsed;
+  try {
+    parsed = parseArgs({ args, options: Object.fromEntries(Object.entries(spec).map(([k, v]) => [k, { type: v.type }])), allowPositionals: true, strict: true });
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+  const { values, positionals } = parsed;
   for (const [k, v] of Object.entries(spec)) if (v.required && values[k] === undefined) throw new UsageError(`missing --${k}`);
   return { values: values as Record<string, string | undefined>, positionals };
 }
@@ -109,7 +116,7 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
     },
   },
   "credits adjust": {
-    usage: "credits adjust --account ACCOUNT_ID --amount ±MICRO_USD --reason TEXT",
+    usage: "credits adjust --account ACCOUNT_ID --amount=±MICRO_USD --reason TEXT",
     run: async (db, args) => {
       const { values } = opts(args, { account: { type: "string", required: true }, amount: { type: "string", required: true }, reason: { type: "string", required: true } });
       await db.transaction((tx) => billing.adjust(tx, values.account!, integer("amount", values.amount, { allowNegative: true })!, values.reason!));
@@ -128,6 +135,7 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
       return listLedger(db, values.account!, { limit: integer("limit", values.limit) ?? 50 });
     },
   },
+  ...USAGE_COMMANDS,
 };
 
 export function findCommand(argv: string[]): { name: string; run: Command; rest: string[] } | null {

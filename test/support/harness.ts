@@ -91,3 +91,34 @@ export async function startTestServer(env: Record<string, string | undefined> = 
 
 /** Build the app without listening (for tests that call app.handle directly). */
 export { createApp };
+
+/** A TCP port that was free a moment ago (for child processes that must be told their port). */
+export function freePort(): number {
+  const s = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
+  const port = s.port!;
+  s.stop(true);
+  return port;
+}
+
+/** Wait until `url` answers 200, or throw after `timeoutMs`. */
+export async function waitForOk(url: string, timeoutMs = 60_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (Date.now() < end) {
+    try {
+      if ((await fetch(url)).status === 200) return;
+    } catch {}
+    await Bun.sleep(100);
+  }
+  throw new Error(`${url} did not answer 200 within ${timeoutMs} ms`);
+}
+
+/** dist/reelay, built by compile.sh if it is not there yet. */
+export function compiledBinary(): string {
+  const root = new URL("../..", import.meta.url).pathname;
+  const bin = root + "dist/reelay";
+  if (!require("node:fs").existsSync(bin)) {
+    const r = Bun.spawnSync(["bash", root + "compile.sh"], { stdout: "inherit", stderr: "inherit" });
+    if (r.exitCode !== 0) throw new Error("compile.sh failed");
+  }
+  return bin;
+}

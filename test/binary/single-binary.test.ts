@@ -1,0 +1,84 @@
+/**
+ * The compiled dist/reelay, copied alone into an empty directory (no node_modules, no sources):
+ * starts on embedded PGlite, applies its embedded migrations, serves the docs UI, runs the CLI,
+ * and stops gracefully on SIGTERM.
+ */
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { copyFileSync, existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { compiledBinary, freePort, waitForOk } from "../support/harness.ts";
+
+const ADMIN = "binary-test-admin-token-0123";
+let dir: string;
+let bin: string;
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), "reelay-bin-"));
+  bin = join(dir, "reelay");
+  copyFileSync(compiledBinary(), bin);
+  Bun.spawnSync(["chmod", "+x", bin]);
+}, 300_000);
+
+const env = (port: number) => ({ PATH: "/usr/bin:/bin", HOME: dir, PORT: String(port), REELAY_ADMIN_TOKEN: ADMIN, REELAY_LOG_FORMAT: "json" });
+
+function cli(...args: string[]) {
+  const r = Bun.spawnSync([bin, ...args], { cwd: dir, env: env(0) });
+  return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
+}
+
+function serve(port: number) {
+  const logFile = join(dir, `serve-${port}.log`);
+  const proc = Bun.spawn([bin, "serve"], { cwd: dir, env: env(port), stdout: Bun.file(logFile), stderr: Bun.file(logFile + ".err") });
+  return { proc, url: `http://127.0.0.1:${port}`, log: () => readFileSync(logFile, "utf8") + (existsSync(logFile + ".err") ? readFileSync(logFile + ".err", "utf8") : "") };
+}
+
+let account: string;
+let key: string;
+
+test("the CLI works from an empty directory on embedded PGlite", () => {
+  expect(existsSync(join(dir, "node_modules"))).toBe(false);
+  const help = cli("help");
+  expect(help.code).toBe(0);
+  expect(help.out).toContain("keys create");
+  const acct = cli("accounts", "create", "--name", "bin", "--credits", "2000000");
+  expect(acct.code).toBe(0);
+  account = JSON.parse(acct.out).id;
+  const k = cli("keys", "create", "--account", account, "--name", "cli-key");
+  expect(k.code).toBe(0);
+  key = JSON.parse(k.out).key;
+  expect(key).toStartWith("rl-");
+  const listed = cli("keys", "list", "--account", account);
+  expect(JSON.parse(listed.out)[0].prefix).toBe(key.slice(0, 11));
+  expect(listed.out).not.toContain(key);
+  const bal = cli("balance", "--account", account);
+  expect(JSON.parse(bal.out)).toEqual({ balance: 2_000_000, held: 0, available: 2_000_000 });
+  const bad = cli("credits", "grant", "--account", account, "--amount", "-5");
+  expect(bad.code).toBe(2);
+  expect(bad.err).toContain("--amount");
+  expect(existsSync(join(dir, "data"))).toBe(true);
+}, 120_000);
+
+test("serves the API and the offline docs UI, then stops gracefully on SIGTERM", async () => {
+  const port = freePort();
+  const s = serve(port);
+  try {
+    await waitForOk(s.url + "/healthz", 90_000);
+    const ready = await (await fetch(s.url + "/readyz")).json();
+    expect(ready.status).toBe("ready");
+    expect(ready.checks[0].detail).toBe("pglite");
+    const models = await (await fetch(s.url + "/v1/models", { headers: { authorization: `Bearer ${key}` } })).json();
+    expect(models.data.map((m: { id: string }) => m.id).sort()).toEqual(["preview-motion", "use-lite"]);
+    const html = await (await fetch(s.url + "/docs")).text();
+    expect(html).toContain("/docs/assets/scalar.js");
+    expect((await fetch(s.url + "/docs/assets/scalar.js")).status).toBe(200);
+    const bal = await (await fetch(s.url + `/admin/accounts/${account}`, { headers: { authorization: `Bearer ${ADMIN}` } })).json();
+    expect(bal.balance).toBe(2_000_000);
+  } finally {
+    s.proc.kill("SIGTERM");
+  }
+  expect(await s.proc.exited).toBe(0);
+  expect(s.log()).toContain('"msg":"stopped"');
+  // the data directory is released: the CLI can open it again
+  expect(cli("balance", "--account", account).code).toBe(0);
+}, 180_000);
