@@ -17,6 +17,8 @@ export interface Principal {
   scopes: Scope[] | null;
   allowedModels: string[] | null;
   limits: { rpm: number | null; tpm: number | null; videoConcurrency: number | null };
+  /** the account's own overrides (null: config default), for the per-account limit buckets */
+  accountLimits?: { rpm: number | null; tpm: number | null };
 }
 
 interface CacheEntry {
@@ -76,6 +78,7 @@ export class KeyAuthenticator {
         tpm: row.tpm_limit ?? row.account_tpm_limit,
         videoConcurrency: row.video_concurrency_limit ?? row.account_video_concurrency_limit,
       },
+      accountLimits: { rpm: row.account_rpm_limit, tpm: row.account_tpm_limit },
     };
   }
 

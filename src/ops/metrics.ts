@@ -1,0 +1,110 @@
+/**
+ * Prometheus metrics. One Registry per createOps call (never prom-client's global one), so several
+ * apps in one process (tests) keep separate counters.
+ *
+ * Gauges that describe the database (queue depth, open holds, scheduler lag) are set just before each
+ * scrape by `refresh` (see db-gauges.ts), not kept in memory: with several instances sharing one
+ * Postgres, every instance reports the same, true value.
+ */
+import { monitorEventLoopDelay } from "node:perf_hooks";
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { Db } from "../db/index.ts";
+import type { LimiterHealth } from "../rate-limit/index.ts";
+import { openHolds, videoQueue } from "./db-gauges.ts";
+
+/** 5 ms … 2 min: /v1/models answers in ~1 ms, a long chat stream or a video submit with an image_url in tens of seconds */
+const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+
+export type OpsMetrics = ReturnType<typeof createMetrics>;
+
+export function createMetrics(limiterHealth: () => LimiterHealth) {
+  const registry = new Registry();
+  const registers = [registry];
+
+  const requests = new Counter({ name: "reelay_http_requests_total", help: "HTTP requests answered, by route template, model and status", labelNames: ["route", "method", "model", "status"], registers });
+  const requestDuration = new Histogram({ name: "reelay_http_request_duration_seconds", help: "Time from request to response (headers, for streams)", labelNames: ["route", "method"], buckets: LATENCY_BUCKETS, registers });
+  const upstreamDuration = new Histogram({ name: "reelay_upstream_duration_seconds", help: "Plugin/upstream call latency", labelNames: ["plugin", "model", "outcome"], buckets: LATENCY_BUCKETS, registers });
+  const upstreamErrors = new Counter({ name: "reelay_upstream_errors_total", help: "Failed plugin/upstream calls", labelNames: ["plugin", "model", "kind"], registers });
+  const tokens = new Counter({ name: "reelay_tokens_total", help: "Tokens billed", labelNames: ["model", "kind", "type"], registers });
+  const credits = new Counter({ name: "reelay_credits_charged_micros_total", help: "Credits charged, micro-dollars", labelNames: ["model", "kind"], registers });
+  const videoSeconds = new Counter({ name: "reelay_video_seconds_total", help: "Seconds of video billed", labelNames: ["model"], registers });
+  const videoTransitions = new Counter({ name: "reelay_video_job_transitions_total", help: "Video job state changes", labelNames: ["model", "from", "to"], registers });
+  const rateLimitRejections = new Counter({ name: "reelay_rate_limit_rejections_total", help: "Requests refused with 429 by a rate limit", labelNames: ["limit", "scope"], registers });
+
+  new Gauge({
+    name: "reelay_rate_limiter_degraded",
+    help: "1 while the Redis limiter is unreachable and limits are per instance (in-process fallback)",
+    labelNames: ["backend"],
+    registers,
+    collect() {
+      const h = limiterHealth();
+      this.reset();
+      this.set({ backend: h.backend }, h.degraded ? 1 : 0);
+    },
+  });
+
+  const queueDepth = new Gauge({ name: "reelay_video_queue_depth", help: "Video jobs waiting to start (status queued)", registers });
+  const processing = new Gauge({ name: "reelay_video_jobs_processing", help: "Video jobs running upstream (status processing)", registers });
+  const oldestQueued = new Gauge({ name: "reelay_video_queue_oldest_age_seconds", help: "Age of the oldest queued video job (0 when none)", registers });
+  const schedulerLag = new Gauge({ name: "reelay_scheduler_lag_seconds", help: "How long the oldest due, unleased video job has waited past its due time (0 when none)", registers });
+  const holdsOpen = new Gauge({ name: "reelay_open_holds", help: "Credit holds not yet settled or released", registers });
+  const holdsOpenMicros = new Gauge({ name: "reelay_open_holds_micros", help: "Credits reserved by open holds, micro-dollars", registers });
+  const dbGaugeErrors = new Counter({ name: "reelay_metrics_db_errors_total", help: "Scrapes whose database gauges could not be read", registers });
+
+  const rss = new Gauge({ name: "process_resident_memory_bytes", help: "Resident memory size in bytes", registers });
+  const heapUsed = new Gauge({ name: "nodejs_heap_size_used_bytes", help: "JavaScript heap in use, bytes", registers });
+  const heapTotal = new Gauge({ name: "nodejs_heap_size_total_bytes", help: "JavaScript heap size, bytes", registers });
+  const loopLag = new Gauge({ name: "nodejs_eventloop_lag_seconds", help: "Event-loop delay since the previous scrape (perf_hooks monitorEventLoopDelay)", labelNames: ["quantile"], registers });
+
+  // 10 ms resolution: enough to see the 50 ms+ stalls that matter, negligible cost
+  const loop = monitorEventLoopDelay({ resolution: 10 });
+  loop.enable();
+
+  return {
+    registry,
+    requests,
+    requestDuration,
+    upstreamDuration,
+    upstreamErrors,
+    tokens,
+    credits,
+    videoSeconds,
+    videoTransitions,
+    rateLimitRejections,
+
+    /** read the database and process gauges; one cheap query per family */
+    async refresh(db: Db, onError: (err: unknown) => void) {
+      const mem = process.memoryUsage();
+      rss.set(mem.rss);
+      heapUsed.set(mem.heapUsed);
+      heapTotal.set(mem.heapTotal);
+      const ns = (v: number) => (Number.isFinite(v) ? v / 1e9 : 0);
+      loopLag.set({ quantile: "0.5" }, ns(loop.percentile(50)));
+      loopLag.set({ quantile: "0.99" }, ns(loop.percentile(99)));
+      loopLag.set({ quantile: "1" }, ns(loop.max));
+      loop.reset();
+
+      const [queue, holds] = await Promise.allSettled([videoQueue(db), openHolds(db)]);
+      if (queue.status === "fulfilled") {
+        queueDepth.set(queue.value.queued);
+        processing.set(queue.value.processing);
+        oldestQueued.set(queue.value.oldestQueuedAgeSeconds);
+        schedulerLag.set(queue.value.schedulerLagSeconds);
+      }
+      if (holds.status === "fulfilled") {
+        holdsOpen.set(holds.value.count);
+        holdsOpenMicros.set(holds.value.micros);
+      }
+      for (const r of [queue, holds]) {
+        if (r.status === "rejected") {
+          dbGaugeErrors.inc();
+          onError(r.reason);
+        }
+      }
+    },
+
+    close() {
+      loop.disable();
+    },
+  };
+}
