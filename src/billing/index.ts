@@ -92,18 +92,25 @@ export async function hold(tx: Tx, input: { accountId: string; amount: number; r
  */
 export async function settle(tx: Tx, holdId: string, actual: number, reason: string): Promise<Settlement> {
   if (!Number.isSafeInteger(actual) || actual < 0) throw new Error(`settle amount must be a non-negative integer, got ${actual}`);
+  // Lock order is hold, then account, as in release and the sweeper. Locking the account first
+  // (as this statement once did) deadlocked against a concurrent release of the same hold:
+  // 39 of 40 settle-vs-release races failed with 40P01 after the 1 s deadlock_timeout.
   const rows = await query<{ amount: number; charged: number }>(tx, sql`
-    WITH acc AS (
-      SELECT a.id, a.balance - a.held AS avail FROM accounts a
-      WHERE a.id = (SELECT account_id FROM holds WHERE id = ${holdId})
-      FOR UPDATE
+    WITH hl AS (
+      SELECT id, account_id FROM holds WHERE id = ${holdId} AND state = 'open' FOR UPDATE
+    ), acc AS (
+      SELECT a.id, a.balance, a.held, a.balance - a.held AS avail FROM accounts a JOIN hl ON a.id = hl.account_id
+      FOR UPDATE OF a
     ), h AS (
       UPDATE holds SET state = 'settled', closed_at = now(), charged = LEAST(${actual}::bigint, holds.amount + acc.avail)
       FROM acc WHERE holds.id = ${holdId} AND holds.state = 'open'
       RETURNING holds.id, holds.account_id, holds.amount, holds.charged, holds.ref
     ), a AS (
-      UPDATE accounts SET balance = accounts.balance - h.charged, held = accounts.held - h.amount
-      FROM h WHERE accounts.id = h.account_id
+      -- From acc's values, not accounts.*: acc locked the newest row version, but this UPDATE's
+      -- own read can be the statement snapshot's, older one. With accounts.balance here, a grant
+      -- committed just before acc's lock made a settle of balance+1 compute -1 (92 of 200 races).
+      UPDATE accounts SET balance = acc.balance - h.charged, held = acc.held - h.amount
+      FROM h JOIN acc ON acc.id = h.account_id WHERE accounts.id = h.account_id
     ), l AS (
       INSERT INTO ledger (account_id, kind, amount, held_change, hold_id, ref, reason)
       SELECT account_id, 'charge', -charged, -LEAST(charged, amount), id, ref, ${reason} FROM h WHERE charged > 0
@@ -149,8 +156,13 @@ export async function sweepExpiredHolds(tx: Tx, limit = 500): Promise<number> {
       RETURNING holds.id, holds.account_id, holds.amount, holds.ref
     ), per_account AS (
       SELECT account_id, sum(amount) AS total FROM h GROUP BY account_id
+    ), locked AS (
+      -- Accounts are locked in id order: every instance runs a sweeper, and two sweepers updating
+      -- overlapping accounts in hash order deadlocked (15 of 40 concurrent sweeps failed with 40P01).
+      SELECT a.id, a.held, p.total FROM accounts a JOIN per_account p ON p.account_id = a.id ORDER BY a.id FOR UPDATE OF a
     ), a AS (
-      UPDATE accounts SET held = accounts.held - per_account.total FROM per_account WHERE accounts.id = per_account.account_id
+      -- locked.held, not accounts.held: see settle (the locked version is the newest)
+      UPDATE accounts SET held = locked.held - locked.total FROM locked WHERE accounts.id = locked.id
     ), l AS (
       INSERT INTO ledger (account_id, kind, amount, held_change, hold_id, ref, reason)
       SELECT account_id, 'release', 0, -amount, id, ref, 'hold expired: owner request never finished' FROM h
