@@ -1,5 +1,33 @@
 import { Elysia } from "elysia";
 import type { AppDeps } from "../../deps.ts";
+import { authErrors, ErrorEnvelope } from "../../http/schemas.ts";
+import { requireKey } from "../../http/require-key.ts";
+import { annotate } from "../../ops/hooks.ts";
+import { EmbeddingsBody, EmbeddingsResponse } from "./model.ts";
+import { createEmbeddings } from "./service.ts";
 
-/** POST /v1/embeddings (issue 5). */
-export const embeddingsRoutes = (deps: AppDeps) => new Elysia({ prefix: "/v1", tags: ["embeddings"] });
+/** POST /v1/embeddings: OpenAI's request and response shapes; billed on input tokens. */
+export const embeddingsRoutes = (deps: AppDeps) =>
+  new Elysia({ prefix: "/v1", tags: ["embeddings"] })
+    .use(requireKey(deps))
+    .post(
+      "/embeddings",
+      async ({ principal, body, request, set }) => {
+        annotate(request, { model: body.model });
+        const out = await createEmbeddings(deps, principal, body, { ref: String(set.headers["x-request-id"]), signal: request.signal });
+        annotate(request, { promptTokens: out.promptTokens, cost: out.cost });
+        Object.assign(set.headers, out.headers);
+        return out.body;
+      },
+      {
+        body: EmbeddingsBody,
+        detail: {
+          summary: "Create embeddings",
+          description:
+            "One vector per input, in input order. Billed on input tokens at the model's per-million rate (`usage.prompt_tokens`). " +
+            "Limits: the model's maximum number of inputs and characters per input, and 200,000 characters per request (400 beyond them).",
+          security: [{ bearer: [] }],
+        },
+        response: { 200: EmbeddingsResponse, 400: ErrorEnvelope, 402: ErrorEnvelope, 404: ErrorEnvelope, 502: ErrorEnvelope, 504: ErrorEnvelope, ...authErrors },
+      },
+    );
