@@ -41,7 +41,7 @@ export function checkAdmin(adminToken: string | null, authorization: string | un
 export const adminRoutes = (deps: AppDeps, extra: Elysia<any>[] = []) => {
   const db = deps.database.db;
   let app = new Elysia({ prefix: "/admin", tags: ["admin"] })
-    .onBeforeHandle({ as: "scoped" }, ({ headers }) => checkAdmin(deps.config.adminToken, headers["authorization"]))
+    .onBeforeHandle({ as: "local" }, ({ headers }) => checkAdmin(deps.config.adminToken, headers["authorization"]))
     .post(
       "/accounts",
       async ({ body, set }) => {

@@ -1,5 +1,47 @@
-import { Elysia } from "elysia";
+import { TypeCompiler } from "@sinclair/typebox/compiler";
+import { Elysia, ValidationError } from "elysia";
 import type { AppDeps } from "../../deps.ts";
+import { authErrors, ErrorEnvelope } from "../../http/schemas.ts";
+import { requireKey } from "../../http/require-key.ts";
+import { annotate } from "../../ops/hooks.ts";
+import { ChatCompletion, ChatCompletionRequest } from "./model.ts";
+import { streamChat } from "./relay-stream.ts";
+import { completeChat, type ChatCall } from "./service.ts";
 
-/** POST /v1/chat/completions (issue 4). */
-export const chatRoutes = (deps: AppDeps) => new Elysia({ prefix: "/v1", tags: ["chat"] });
+/**
+ * The body is checked strictly before Elysia's own validation: with the app's default `normalize`,
+ * Elysia "repairs" some invalid bodies instead of rejecting them (`messages: "hi"` became
+ * `[{"0": "hi"}]`, `messages: [1]` became `[{}]`) and the body must reach the upstream as sent.
+ * A valid body passes Elysia's step unchanged (every schema here allows additional properties).
+ */
+const strictBody = TypeCompiler.Compile(ChatCompletionRequest);
+
+/** POST /v1/chat/completions: OpenAI's chat API, forwarded to the model's plugin. */
+export const chatRoutes = (deps: AppDeps) =>
+  new Elysia({ prefix: "/v1", tags: ["chat"] })
+    .use(requireKey(deps))
+    .post(
+      "/chat/completions",
+      ({ body, principal, request, set }) => {
+        const call: ChatCall = {
+          principal, body, requestId: String(set.headers["x-request-id"]), signal: request.signal,
+          startedAt: performance.now(), note: (facts) => annotate(request, facts),
+        };
+        return body.stream === true ? streamChat(deps, call) : completeChat(deps, call);
+      },
+      {
+        body: ChatCompletionRequest,
+        transform: ({ body }) => {
+          if (!strictBody.Check(body)) throw new ValidationError("body", strictBody, body);
+        },
+        detail: {
+          summary: "Create a chat completion (OpenAI-compatible; streamed with `stream: true`)",
+          description:
+            "The body is forwarded to the model's upstream unchanged (unknown parameters included), except `model` and " +
+            "`max_tokens` / `max_completion_tokens`, which are clamped to the model's maximum output. Credits for the worst case " +
+            "are held before the call; the charge uses the upstream's reported usage, or for a stream the tokens actually delivered.",
+          security: [{ bearer: [] }],
+        },
+        response: { 200: ChatCompletion, 400: ErrorEnvelope, 402: ErrorEnvelope, 404: ErrorEnvelope, 502: ErrorEnvelope, 504: ErrorEnvelope, ...authErrors },
+      },
+    );

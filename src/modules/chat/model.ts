@@ -1,0 +1,60 @@
+/**
+ * Schemas of POST /v1/chat/completions. Only the fields reelay reads are typed; every other field
+ * (tools, response_format, seed, vendor extras …) is allowed through and forwarded unchanged.
+ */
+import { t } from "elysia";
+
+const PositiveInt = (description: string) => t.Optional(t.Nullable(t.Integer({ minimum: 1, description })));
+
+export const ChatCompletionRequest = t.Object(
+  {
+    model: t.String({ minLength: 1, description: "a chat model id from GET /v1/models" }),
+    messages: t.Array(t.Object({}, { additionalProperties: true }), { minItems: 1, description: "the conversation, in OpenAI's message format (forwarded unchanged)" }),
+    stream: t.Optional(t.Boolean({ description: "stream the answer as server-sent events" })),
+    max_tokens: PositiveInt("clamped to the model's maximum output"),
+    max_completion_tokens: PositiveInt("clamped to the model's maximum output"),
+    n: PositiveInt("number of choices; the credit hold covers n × max output tokens"),
+    stream_options: t.Optional(t.Nullable(t.Object({ include_usage: t.Optional(t.Boolean()) }, { additionalProperties: true }))),
+  },
+  {
+    additionalProperties: true,
+    examples: [
+      {
+        model: "llama-3.1-8b",
+        messages: [{ role: "system", content: "Be brief." }, { role: "user", content: "Name three colours." }],
+        max_tokens: 32,
+        stream: false,
+      },
+    ],
+  },
+);
+export type ChatCompletionRequest = typeof ChatCompletionRequest.static;
+
+/** The upstream's completion object, relayed with `model` set to reelay's model id. */
+export const ChatCompletion = t.Object(
+  {
+    id: t.String(),
+    object: t.Literal("chat.completion"),
+    created: t.Integer(),
+    model: t.String(),
+    choices: t.Array(t.Object({ index: t.Integer(), message: t.Object({}, { additionalProperties: true }), finish_reason: t.Nullable(t.String()) }, { additionalProperties: true })),
+    usage: t.Optional(t.Object({ prompt_tokens: t.Integer(), completion_tokens: t.Integer(), total_tokens: t.Integer() }, { additionalProperties: true })),
+  },
+  {
+    additionalProperties: true,
+    description:
+      "With `stream: true` the answer is `text/event-stream` instead: one `data: <chat.completion.chunk JSON>` event per upstream chunk, " +
+      "a final usage chunk (`choices: []`) only when `stream_options.include_usage` is true, then `data: [DONE]`. " +
+      "A failure mid-stream sends `data: {\"error\": {message, type, param, code}}` and ends the stream.",
+    examples: [
+      {
+        id: "chatcmpl-123",
+        object: "chat.completion",
+        created: 1763760000,
+        model: "llama-3.1-8b",
+        choices: [{ index: 0, message: { role: "assistant", content: "Red, green, blue." }, finish_reason: "stop" }],
+        usage: { prompt_tokens: 24, completion_tokens: 6, total_tokens: 30 },
+      },
+    ],
+  },
+);
