@@ -54,6 +54,8 @@ export const videoJobs = pgTable(
     uniqueIndex("video_jobs_idempotency_uniq").on(t.accountId, t.idempotencyKey).where(sql`${t.idempotencyKey} IS NOT NULL`),
     index("video_jobs_due_idx").on(t.nextRunAt).where(sql`${t.status} IN ('queued', 'processing')`),
     index("video_jobs_account_idx").on(t.accountId, t.createdAt),
+    // the per-key concurrent-jobs check at submit counts these; without it each submit scans the table
+    index("video_jobs_active_key_idx").on(t.keyId).where(sql`${t.status} IN ('queued', 'processing')`),
     index("video_jobs_expiry_idx").on(t.expiresAt).where(sql`${t.status} = 'completed'`),
   ],
 );

@@ -1,0 +1,1 @@
+CREATE INDEX "video_jobs_active_key_idx" ON "video_jobs" USING btree ("key_id") WHERE "video_jobs"."status" IN ('queued', 'processing');

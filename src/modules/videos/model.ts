@@ -1,0 +1,59 @@
+/** Request and response schemas of the video routes (types come from `.static`). */
+import { t } from "elysia";
+
+/**
+ * A strict JSON integer. Elysia's `t.Integer` also accepts numeric strings ("5"); a client sending
+ * a string for `seconds` has a bug we should report, not paper over.
+ */
+const JsonInteger = (o: { minimum: number; maximum: number; error: string; description?: string }) => t.Number({ multipleOf: 1, ...o });
+
+export const VIDEO_SIZES = ["480x832", "832x480", "624x624"] as const;
+export type VideoSize = (typeof VIDEO_SIZES)[number];
+export const MAX_PROMPT_CHARS = 4000;
+export const MAX_STEPS = 100;
+
+export const SubmitBody = t.Object(
+  {
+    model: t.String({ minLength: 1, error: "'model' must be a non-empty string naming a video model." }),
+    prompt: t.String({ minLength: 1, maxLength: MAX_PROMPT_CHARS, error: `'prompt' is required: a non-empty string of at most ${MAX_PROMPT_CHARS} characters.` }),
+    negative_prompt: t.Optional(t.String({ maxLength: MAX_PROMPT_CHARS, error: `'negative_prompt' must be a string of at most ${MAX_PROMPT_CHARS} characters.` })),
+    image: t.Optional(t.String({ error: "'image' must be a string: base64 or a data URL of a PNG, JPEG or WebP image." })),
+    image_url: t.Optional(t.String({ error: "'image_url' must be a string: an http or https URL." })),
+    seconds: t.Optional(JsonInteger({ minimum: 1, maximum: 10, error: "'seconds' must be an integer from 1 to 10." })),
+    size: t.Optional(t.UnionEnum([...VIDEO_SIZES], { error: `'size' must be one of ${VIDEO_SIZES.join(", ")}.` })),
+    seed: t.Optional(JsonInteger({ minimum: 0, maximum: 2 ** 32 - 1, error: "'seed' must be an integer from 0 to 4294967295." })),
+    steps: t.Optional(JsonInteger({ minimum: 1, maximum: MAX_STEPS, error: `'steps' must be an integer from 1 to ${MAX_STEPS}.` })),
+  },
+  {
+    examples: [{ model: "preview-motion", prompt: "slow zoom in on the lighthouse", image_url: "https://example.com/lighthouse.jpg", seconds: 5, size: "480x832" }],
+  },
+);
+export type SubmitBody = typeof SubmitBody.static;
+
+export const JobStatus = t.UnionEnum(["queued", "processing", "completed", "failed"]);
+
+export const VideoJob = t.Object({
+  id: t.String(),
+  object: t.Literal("video.generation"),
+  status: JobStatus,
+  model: t.String(),
+  seconds: t.Integer(),
+  size: t.String(),
+  seed: t.Integer(),
+  created_at: t.Integer({ description: "unix seconds" }),
+  progress: t.Optional(t.Number({ description: "0..1 while processing, when the provider reports it" })),
+  expires_at: t.Optional(t.Integer({ description: "unix seconds; the result is gone afterwards (410)" })),
+  data: t.Optional(t.Array(t.Object({ b64_json: t.String(), format: t.Literal("mp4") }))),
+  error: t.Optional(t.Object({ code: t.String(), message: t.String() })),
+});
+export type VideoJob = typeof VideoJob.static;
+
+export const SubmitReply = t.Object(
+  { id: t.String(), object: t.Literal("video.generation"), status: JobStatus, model: t.String(), seconds: t.Integer(), created_at: t.Integer() },
+  { examples: [{ id: "vid_abc", object: "video.generation", status: "queued", model: "preview-motion", seconds: 5, created_at: 1767225600 }] },
+);
+
+export const ListQuery = t.Object({
+  limit: t.Optional(t.Integer({ minimum: 1, maximum: 100, default: 20, error: "'limit' must be an integer from 1 to 100." })),
+  after: t.Optional(t.String({ description: "cursor: the last id of the previous page" })),
+});

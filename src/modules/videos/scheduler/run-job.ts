@@ -1,0 +1,176 @@
+/**
+ * Drives one claimed job until it ends or is handed back to the queue:
+ *   no handle → plugin.submit → save the handle at once (own statement) → processing
+ *   handle    → plugin.poll every pollIntervalMs, in place, while the heartbeat renews our lease
+ *   succeeded → completed + settle (one transaction);  failed → failed + release (one transaction)
+ *   lost      → forget the handle and submit again (bounded by MAX_SUBMIT_ATTEMPTS)
+ *
+ * Why poll in place instead of releasing the lease between polls: a job then occupies one of the
+ * model's `maxConcurrency` slots from submit to result, which is what that number promises the
+ * provider, and a poll costs no database round trip unless the progress moved. The price is that a
+ * job stays on the instance that submitted it until its lease lapses (instance died) or it ends.
+ * Retryable errors do release the lease: the job is due again after a backoff, on any instance.
+ */
+import { sql } from "drizzle-orm";
+import type { AppDeps } from "../../../deps.ts";
+import { PluginError, type VideoCapability, type VideoPollResult } from "../../../plugin-sdk/index.ts";
+import { safeFetchBytes, SafeFetchError } from "../../../net/safe-fetch.ts";
+import { beginSubmitAttempt, releaseJob, saveProgress, type ClaimedJob } from "./claim-due-jobs.ts";
+import { completeJob, failJob, reportTransition, transition } from "./transitions.ts";
+
+/** a provider that loses a job three times will likely lose it again; fail instead of looping */
+export const MAX_SUBMIT_ATTEMPTS = 3;
+/** consecutive retryable errors before the job fails: 0.5+1+2+4 s of backoff ≈ 8 s of outage tolerated */
+export const MAX_ERROR_STREAK = 5;
+const BACKOFF_BASE_MS = 500;
+const BACKOFF_CAP_MS = 30_000;
+const DEFAULT_POLL_MS = 1_000;
+/** progress moves below this are not worth a database write (a 100-job poll loop would write 200/s) */
+const PROGRESS_STEP = 0.05;
+const MAX_RESULT_BYTES = 256 * 1024 * 1024;
+const RESULT_FETCH_TIMEOUT_MS = 120_000;
+
+export interface RunJobContext {
+  deps: Pick<AppDeps, "database" | "telemetry" | "config" | "logger">;
+  owner: string;
+  plugin: string;
+  video: VideoCapability;
+  signal: AbortSignal;
+}
+
+export const backoffMs = (streak: number) => Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** Math.max(0, streak - 1));
+
+export async function runJob(ctx: RunJobContext, job: ClaimedJob): Promise<void> {
+  const { deps, owner, video, signal } = ctx;
+  const db = deps.database.db;
+  const fail = (code: string, message: string) => failJob(deps, job.id, { code, message }, { plugin: ctx.plugin });
+  const pollEvery = Math.max(10, video.pollIntervalMs ?? DEFAULT_POLL_MS);
+  let handle = job.pluginHandle;
+  let lastProgress = job.progress ?? 0;
+
+  /** a retryable problem: back off and hand the job back, or give up after MAX_ERROR_STREAK */
+  const retryLater = async (message: string, opts: { clearHandle?: boolean } = {}) => {
+    const streak = job.errorStreak + 1;
+    if (streak >= MAX_ERROR_STREAK) return void (await fail("upstream_error", `the provider kept failing (${streak} times); last error: ${message}`));
+    await releaseJob(db, job.id, owner, backoffMs(streak), { errorStreak: streak, clearHandle: opts.clearHandle, lastError: message });
+  };
+  const onError = async (err: unknown, what: "submit" | "poll" | "download") => {
+    if (signal.aborted) throw signal.reason ?? err;
+    if (err instanceof PluginError && !err.retryable) return fail(err.code ?? (err.kind === "invalid_request" ? "invalid_request" : "generation_failed"), err.message);
+    deps.logger.warn({ err, jobId: job.id, model: job.model, what }, "video job: retryable error");
+    await retryLater(`${what}: ${(err as Error)?.message ?? String(err)}`);
+  };
+  const timed = async <T>(kind: string, call: () => Promise<T>): Promise<T> => {
+    const t0 = performance.now();
+    try {
+      const r = await call();
+      deps.telemetry.upstream({ plugin: ctx.plugin, model: job.model, ms: performance.now() - t0, outcome: "ok" });
+      return r;
+    } catch (e) {
+      deps.telemetry.upstream({ plugin: ctx.plugin, model: job.model, ms: performance.now() - t0, outcome: "error", errorKind: e instanceof PluginError ? e.kind : kind });
+      throw e;
+    }
+  };
+
+  for (;;) {
+    signal.throwIfAborted();
+    if (!handle) {
+      if (job.attempts >= MAX_SUBMIT_ATTEMPTS) {
+        // attempts end either in retryable failures (errorStreak > 0) or in lost handles
+        if (job.errorStreak > 0) return void (await fail("upstream_error", `the provider failed the job ${job.attempts} times; last error: ${job.lastError ?? "unknown"}`));
+        return void (await fail("provider_lost_job", `the provider lost the job ${job.attempts} times`));
+      }
+      if (!job.image || !job.imageMime) return void (await fail("source_image_missing", "the source image is no longer stored"));
+      const attempts = await beginSubmitAttempt(db, job.id, owner);
+      if (attempts === null) return; // lease lost or job ended meanwhile: someone else owns it now
+      job.attempts = attempts;
+      let submitted: { handle: string };
+      try {
+        submitted = await timed("submit", () => video.submit({
+          jobId: job.id, prompt: job.prompt, negativePrompt: job.negativePrompt ?? undefined, image: { bytes: job.image!, mime: job.imageMime! },
+          width: job.width, height: job.height, seconds: job.seconds, seed: job.seed, steps: job.steps ?? undefined,
+        }, { signal }));
+      } catch (e) {
+        return void (await onError(e, "submit"));
+      }
+      // saved before anything else: after a crash from here on, a restart polls instead of resubmitting
+      const saved = await transition(db, job.id, "processing", {
+        stay: true,
+        set: sql`plugin_handle = ${submitted.handle}, started_at = coalesce(started_at, now()), error_streak = 0, progress = NULL`,
+        guard: sql`v.lease_owner = ${owner} AND v.plugin_handle IS NULL`,
+      });
+      if (!saved) {
+        // cancelled (or taken over) while the provider was accepting it: do not leave it running there
+        await video.cancel?.(submitted.handle, { signal: AbortSignal.timeout(10_000) }).catch(() => {});
+        return;
+      }
+      reportTransition(deps, saved);
+      handle = submitted.handle;
+      job.errorStreak = 0;
+      lastProgress = 0;
+      await sleep(pollEvery, signal);
+      continue;
+    }
+
+    let r: VideoPollResult;
+    try {
+      r = await timed("poll", () => video.poll(handle!, { signal }));
+    } catch (e) {
+      return void (await onError(e, "poll"));
+    }
+    switch (r.state) {
+      case "queued":
+      case "running": {
+        const p = r.state === "running" && typeof r.progress === "number" && Number.isFinite(r.progress) ? Math.min(1, Math.max(0, r.progress)) : null;
+        if (p !== null && (p - lastProgress >= PROGRESS_STEP || job.errorStreak > 0)) {
+          await saveProgress(db, job.id, owner, p);
+          lastProgress = p;
+          job.errorStreak = 0;
+        }
+        await sleep(pollEvery, signal);
+        continue;
+      }
+      case "succeeded": {
+        let mp4: Uint8Array;
+        if ("mp4" in r) mp4 = r.mp4;
+        else {
+          try {
+            mp4 = (await safeFetchBytes(r.url, { maxBytes: MAX_RESULT_BYTES, timeoutMs: RESULT_FETCH_TIMEOUT_MS, allowPrivateNetwork: false, signal })).bytes;
+          } catch (e) {
+            if (e instanceof SafeFetchError && (e.code === "blocked_address" || e.code === "invalid_url" || e.code === "too_large")) {
+              return void (await fail("invalid_result", `the provider's result URL was refused: ${e.message}`));
+            }
+            return void (await onError(e, "download"));
+          }
+        }
+        await completeJob(deps, job.id, mp4, { plugin: ctx.plugin });
+        return;
+      }
+      case "failed":
+        if (r.retryable) return void (await retryLater(`${r.code}: ${r.message}`, { clearHandle: true }));
+        return void (await fail(r.code || "generation_failed", r.message || "the provider reported a failure"));
+      case "lost":
+        deps.logger.warn({ jobId: job.id, model: job.model, attempts: job.attempts }, "video job: provider lost the handle, submitting again");
+        await db.execute(sql`UPDATE video_jobs SET plugin_handle = NULL WHERE id = ${job.id} AND lease_owner = ${owner} AND plugin_handle = ${handle}`);
+        handle = null;
+        continue;
+      default:
+        return void (await fail("invalid_provider_reply", `the provider answered an unknown state`));
+    }
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}

@@ -1,0 +1,114 @@
+/**
+ * POST /v1/videos/generations: validate, then in ONE transaction: idempotency check, the key's
+ * concurrent-jobs limit, the hold (price/s × seconds) and the job row. A 402 from `hold` rolls the
+ * transaction back, so an unaffordable submit leaves no job behind.
+ */
+import { createHash, randomInt } from "node:crypto";
+import { sql } from "drizzle-orm";
+import type { Principal } from "../../auth/authenticate-key.ts";
+import { hold, randomId } from "../../billing/index.ts";
+import { query, type Tx } from "../../db/index.ts";
+import type { AppDeps } from "../../deps.ts";
+import { ApiError, badRequest } from "../../errors.ts";
+import { resolveModel } from "../../http/require-key.ts";
+import { readSourceImage } from "./image-input.ts";
+import type { SubmitBody, VideoSize } from "./model.ts";
+import { loadJob, videoExpired, type JobRow } from "./poll.ts";
+
+export const DEFAULT_SECONDS = 5;
+export const DEFAULT_SIZE: VideoSize = "480x832";
+/** advisory-lock namespace for "one submit at a time per API key" (the concurrent-jobs count) */
+const SUBMIT_LOCK_NS = 7_312_006;
+/** a queued job waits a few seconds for a slot; tell clients to come back after roughly that */
+const RETRY_AFTER_SECONDS = 5;
+
+export interface SubmitResult {
+  status: 200 | 202;
+  job: { id: string; object: "video.generation"; status: "queued" | "processing" | "completed" | "failed"; model: string; seconds: number; created_at: number };
+}
+
+class IdempotencyRace extends Error {}
+
+export async function submitVideo(deps: AppDeps, principal: Principal, body: SubmitBody, idempotencyKey: string | null): Promise<SubmitResult> {
+  const model = resolveModel(deps, principal, body.model, "video");
+  if (idempotencyKey !== null && (idempotencyKey.length === 0 || idempotencyKey.length > 255)) {
+    throw badRequest("The Idempotency-Key header must be 1 to 255 characters.", "Idempotency-Key");
+  }
+  const seconds = body.seconds ?? DEFAULT_SECONDS;
+  const size = body.size ?? DEFAULT_SIZE;
+  const [width, height] = size.split("x").map(Number) as [number, number];
+  const requestHash = idempotencyKey ? hashRequest(body, seconds, size) : null;
+  const db = deps.database.db;
+
+  // a replay must not download image_url again or decode the image again
+  if (idempotencyKey) {
+    const existing = await findByIdempotencyKey(db, principal.accountId, idempotencyKey);
+    if (existing) return replay(existing, requestHash!);
+  }
+  const image = await readSourceImage(body, { maxImageBytes: deps.config.maxImageBytes });
+  const seed = body.seed ?? randomInt(0, 2 ** 32 - 1);
+  const amount = (model.pricing.perSecond ?? 0) * seconds;
+  const limit = principal.limits.videoConcurrency ?? deps.config.rateLimits.concurrentVideoJobs;
+  const id = randomId("vid");
+
+  try {
+    const outcome = await db.transaction(async (tx) => {
+      // serialises this key's submits, so "count active jobs, then insert" cannot be raced past the limit;
+      // the count is in the database, so the limit holds across instances and restarts
+      await tx.execute(sql`SELECT pg_advisory_xact_lock(${SUBMIT_LOCK_NS}, hashtext(${principal.keyId}))`);
+      if (idempotencyKey) {
+        const existing = await findByIdempotencyKey(tx, principal.accountId, idempotencyKey);
+        if (existing) return { replayOf: existing };
+      }
+      if (limit > 0) {
+        const [{ n }] = await query<{ n: number }>(tx, sql`SELECT count(*)::int AS n FROM video_jobs WHERE key_id = ${principal.keyId} AND status IN ('queued', 'processing')`) as [{ n: number }];
+        if (n >= limit) {
+          throw new ApiError(429, "rate_limit_error", `This API key already has ${n} video jobs queued or processing; the limit is ${limit}. Wait for one to finish.`, {
+            code: "concurrent_video_jobs_exceeded",
+            headers: { "retry-after": String(RETRY_AFTER_SECONDS) },
+          });
+        }
+      }
+      const h = await hold(tx, { accountId: principal.accountId, amount, ref: id, reason: `video ${id}: ${model.id}, ${seconds} s`, expiresAt: null });
+      const rows = await query<{ created_at: string | Date }>(tx, sql`
+        INSERT INTO video_jobs (id, account_id, key_id, model, status, prompt, negative_prompt, seed, steps, seconds, width, height,
+          image, image_mime, hold_id, idempotency_key, request_hash)
+        VALUES (${id}, ${principal.accountId}, ${principal.keyId}, ${model.id}, 'queued', ${body.prompt}, ${body.negative_prompt ?? null}, ${seed},
+          ${body.steps ?? null}, ${seconds}, ${width}, ${height}, ${Buffer.from(image.bytes.buffer, image.bytes.byteOffset, image.bytes.byteLength)}, ${image.mime},
+          ${h.id}, ${idempotencyKey}, ${requestHash})
+        ON CONFLICT (account_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+        RETURNING created_at`);
+      // another key of the same account won the race for this Idempotency-Key: undo our hold
+      if (!rows[0]) throw new IdempotencyRace();
+      return { createdAt: new Date(rows[0].created_at) };
+    });
+    if ("replayOf" in outcome) return replay(outcome.replayOf!, requestHash!);
+    deps.telemetry.videoTransition({ jobId: id, model: model.id, from: null, to: "queued", accountId: principal.accountId });
+    return { status: 202, job: { id, object: "video.generation", status: "queued", model: model.id, seconds, created_at: Math.floor(outcome.createdAt.getTime() / 1000) } };
+  } catch (e) {
+    if (!(e instanceof IdempotencyRace)) throw e;
+    const winner = await findByIdempotencyKey(db, principal.accountId, idempotencyKey!);
+    if (!winner) throw e;
+    return replay(winner, requestHash!);
+  }
+}
+
+async function findByIdempotencyKey(tx: Tx, accountId: string, key: string): Promise<JobRow | null> {
+  const rows = await query<{ id: string }>(tx, sql`SELECT id FROM video_jobs WHERE account_id = ${accountId} AND idempotency_key = ${key}`);
+  return rows[0] ? loadJob(tx, rows[0].id, accountId, { withResult: false }) : null;
+}
+
+function replay(job: JobRow, requestHash: string): SubmitResult {
+  if (job.requestHash !== requestHash) {
+    throw new ApiError(409, "conflict_error", "This Idempotency-Key was already used with a different request body. Use a new key for a new request.", { code: "idempotency_key_reused", param: "Idempotency-Key" });
+  }
+  if (job.status === "expired") throw videoExpired(job.id);
+  return { status: 200, job: { id: job.id, object: "video.generation", status: job.status, model: job.model, seconds: job.seconds, created_at: job.createdAtUnix } };
+}
+
+/** What makes two submits "the same request": every field, with defaults applied. */
+function hashRequest(body: SubmitBody, seconds: number, size: string): string {
+  const canonical = JSON.stringify([body.model, body.prompt, body.negative_prompt ?? null, body.image ?? null, body.image_url ?? null, seconds, size, body.seed ?? null, body.steps ?? null]);
+  return createHash("sha256").update(canonical).digest("hex");
+}
+

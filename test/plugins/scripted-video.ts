@@ -1,0 +1,94 @@
+/**
+ * Test-only video plugin whose behaviour is set by model options. Handles are self-describing
+ * (`sv.<jobId>.<submittedAtMs>`), so a job submitted by one server process can be polled by another
+ * and survives a restart, like a real remote provider.
+ *
+ * Options:
+ *   durationMs          time from submit until the job succeeds (timer, no CPU; default 0)
+ *   pollIntervalMs      default 50
+ *   maxConcurrency      default 4
+ *   fail                {code, message}: every job fails for good (non-retryable)
+ *   failRetryableTimes  the first N polls of each job report a retryable failure (per process)
+ *   submitErrorTimes    the first N submits of each job throw a retryable PluginError (per process)
+ *   lostTimes           the first N handles of each job are reported lost (per process)
+ *   resultUrl           succeed with this URL instead of MP4 bytes
+ *   recordFile          append "submit <jobId>" / "cancel <jobId>" lines (to count calls across processes)
+ */
+import { appendFileSync } from "node:fs";
+import { PLUGIN_API_VERSION, PluginError, type ModelInstance, type ReelayPlugin, type VideoPollResult } from "../../src/plugin-sdk/index.ts";
+
+interface ScriptOptions {
+  durationMs: number;
+  pollIntervalMs: number;
+  maxConcurrency: number;
+  fail?: { code: string; message: string };
+  failRetryableTimes: number;
+  submitErrorTimes: number;
+  lostTimes: number;
+  resultUrl?: string;
+  recordFile?: string;
+}
+
+export function fakeMp4(jobId: string): Uint8Array {
+  return new TextEncoder().encode(`fake-mp4:${jobId}`);
+}
+
+export function createScripted(o: ScriptOptions): ModelInstance {
+  const submits = new Map<string, number>();
+  const polls = new Map<string, number>();
+  const lost = new Map<string, number>();
+  const record = (line: string) => o.recordFile && appendFileSync(o.recordFile, line + "\n");
+  const bump = (m: Map<string, number>, k: string) => {
+    const n = (m.get(k) ?? 0) + 1;
+    m.set(k, n);
+    return n;
+  };
+  return {
+    video: {
+      maxConcurrency: o.maxConcurrency,
+      pollIntervalMs: o.pollIntervalMs,
+      async submit(req, { signal }) {
+        signal.throwIfAborted();
+        if (bump(submits, req.jobId) <= o.submitErrorTimes) throw new PluginError("upstream_http", "scripted: submit refused (503)", { status: 503 });
+        record(`submit ${req.jobId} ${process.pid}`);
+        return { handle: `sv.${req.jobId}.${Date.now()}` };
+      },
+      async poll(handle, { signal }): Promise<VideoPollResult> {
+        signal.throwIfAborted();
+        const [, jobId, at] = handle.split(".") as [string, string, string];
+        if (bump(lost, handle) === 1 && (lost.get(`job:${jobId}`) ?? 0) < o.lostTimes) {
+          bump(lost, `job:${jobId}`);
+          return { state: "lost" };
+        }
+        const elapsed = Date.now() - Number(at);
+        if (elapsed < o.durationMs) return { state: "running", progress: elapsed / o.durationMs };
+        if (o.fail) return { state: "failed", code: o.fail.code, message: o.fail.message, retryable: false };
+        if (bump(polls, jobId) <= o.failRetryableTimes) return { state: "failed", code: "flaky", message: "scripted: retryable failure", retryable: true };
+        if (o.resultUrl) return { state: "succeeded", url: o.resultUrl };
+        return { state: "succeeded", mp4: fakeMp4(jobId) };
+      },
+      async cancel(handle) {
+        record(`cancel ${handle.split(".")[1]}`);
+      },
+    },
+  };
+}
+
+export default {
+  name: "scripted-video",
+  apiVersion: PLUGIN_API_VERSION,
+  create(ctx) {
+    const n = (k: string, d: number) => (typeof ctx.options[k] === "number" ? (ctx.options[k] as number) : d);
+    return createScripted({
+      durationMs: n("durationMs", 0),
+      pollIntervalMs: n("pollIntervalMs", 50),
+      maxConcurrency: n("maxConcurrency", 4),
+      fail: ctx.options.fail as ScriptOptions["fail"],
+      failRetryableTimes: n("failRetryableTimes", 0),
+      submitErrorTimes: n("submitErrorTimes", 0),
+      lostTimes: n("lostTimes", 0),
+      resultUrl: ctx.options.resultUrl as string | undefined,
+      recordFile: ctx.options.recordFile as string | undefined,
+    });
+  },
+} satisfies ReelayPlugin;
