@@ -219,3 +219,19 @@ export interface ReelayPlugin {
   validateOptions?(options: Record<string, unknown>): string[];
   create(ctx: PluginContext): ModelInstance | Promise<ModelInstance>;
 }
+
+/* ----------------------------------------------------------------- helpers */
+
+/**
+ * Typed plugin definition with the API version filled in. Equivalent to writing
+ * `{ apiVersion: PLUGIN_API_VERSION, ... } satisfies ReelayPlugin`; external plugins bundle this
+ * (a few bytes), so a pre-built .js file still imports nothing at run time.
+ */
+export function definePlugin(plugin: Omit<ReelayPlugin, "apiVersion"> & { apiVersion?: typeof PLUGIN_API_VERSION }): ReelayPlugin {
+  return { ...plugin, apiVersion: PLUGIN_API_VERSION };
+}
+
+/** Terminal states of a video poll: the host stops polling after one of these. */
+export function isFinalPoll(r: VideoPollResult): r is Extract<VideoPollResult, { state: "succeeded" | "failed" }> {
+  return r.state === "succeeded" || r.state === "failed";
+}

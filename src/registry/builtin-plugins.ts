@@ -3,5 +3,6 @@ import type { ReelayPlugin } from "../plugin-sdk/index.ts";
 import localEmbeddings from "../../plugins/local-embeddings/index.ts";
 import openaiCompatible from "../../plugins/openai-compatible/index.ts";
 import previewVideo from "../../plugins/preview-video/index.ts";
+import remoteGpuVideo from "../../plugins/remote-gpu-video/index.ts";
 
-export const builtinPlugins: ReelayPlugin[] = [localEmbeddings, openaiCompatible, previewVideo];
+export const builtinPlugins: ReelayPlugin[] = [localEmbeddings, openaiCompatible, previewVideo, remoteGpuVideo];

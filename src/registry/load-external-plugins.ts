@@ -1,9 +1,19 @@
 /**
- * External plugins: every `*.js` / `*.mjs` file directly inside the plugins directory (or
- * `<dir>/index.js` of a sub-folder) is imported at boot. A compiled reelay cannot resolve packages
- * for such a file, so a plugin must be a single pre-bundled ES module whose default export is a
- * ReelayPlugin, taking anything else from its context (`ctx.fetch`, `ctx.host`, …).
- * A plugin that fails to load or is invalid stops the boot with its file named.
+ * External plugins, loaded at boot from REELAY_PLUGINS_DIR (default `plugins/` beside the binary).
+ *
+ * Packaging rule (docs/writing-a-plugin.md): a plugin is ONE pre-bundled ES module whose default
+ * export is a ReelayPlugin — either `<dir>/<name>.js|.mjs`, or a folder `<dir>/<name>/` with
+ * `index.js|index.mjs` (room for a README or licence beside it). A compiled reelay has no
+ * node_modules to resolve packages from, so a plugin imports nothing at run time (`node:*` and
+ * `bun:*` built-ins excepted) and takes fetch, image decoding, MP4 encoding and token counting from
+ * its context. Dotfiles, `*.map` and `*.d.ts` are ignored; a folder without an index is skipped
+ * with a warning (it is probably not a plugin).
+ *
+ * Any problem stops the boot with a ConfigError naming the file: a `.ts` file (not built), a file
+ * that fails to import (syntax error, bare import), an invalid export, a wrong apiVersion, a name
+ * already taken by a built-in or another external plugin. Stopping, rather than skipping with a
+ * warning, is deliberate: a skipped plugin means its models answer 404 in production while the
+ * service looks healthy; a failed boot is noticed at deploy time.
  */
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
@@ -12,29 +22,45 @@ import { ConfigError } from "../config.ts";
 import type { Logger } from "../logger.ts";
 import { PLUGIN_API_VERSION, type ReelayPlugin } from "../plugin-sdk/index.ts";
 
-export async function loadExternalPlugins(dir: string, logger: Logger): Promise<ReelayPlugin[]> {
+const BUILD_HINT = "build it into one file first: bun build <entry>.ts --outfile <name>.js --target bun --format esm (see docs/writing-a-plugin.md)";
+
+/** The plugin files in `dir`, in name order. */
+export function findPluginFiles(dir: string, logger: Pick<Logger, "warn">): string[] {
   if (!existsSync(dir) || !statSync(dir).isDirectory()) return [];
-  const files = readdirSync(dir)
+  return readdirSync(dir)
+    .filter((name) => !name.startsWith(".") && !name.endsWith(".map") && !name.endsWith(".d.ts"))
     .sort()
     .flatMap((name) => {
       const full = join(dir, name);
       if (statSync(full).isDirectory()) {
         const index = ["index.js", "index.mjs"].map((f) => join(full, f)).find((f) => existsSync(f));
+        if (!index) logger.warn({ dir: full }, "folder in the plugins directory has no index.js or index.mjs; skipped");
         return index ? [index] : [];
       }
-      return /\.(m?js)$/.test(name) ? [full] : [];
+      if (/\.(m|c)?tsx?$/.test(name)) throw new ConfigError(`plugin ${full}`, `TypeScript is not loaded at run time; ${BUILD_HINT}`);
+      return /\.m?js$/.test(name) ? [full] : [];
     });
+}
+
+/** `reserved`: names of the built-in plugins, which an external plugin may not reuse. */
+export async function loadExternalPlugins(dir: string, logger: Logger, reserved: Iterable<string> = []): Promise<ReelayPlugin[]> {
+  const fileOf = new Map<string, string>([...reserved].map((n) => [n, "built in"]));
   const plugins: ReelayPlugin[] = [];
-  for (const file of files) {
+  for (const file of findPluginFiles(dir, logger)) {
     let mod: { default?: unknown };
     try {
       mod = await import(pathToFileURL(file).href);
     } catch (e) {
-      throw new ConfigError(`plugin ${file}`, `failed to load: ${(e as Error).message}`);
+      const message = (e as Error)?.message ?? String(e);
+      const bare = /cannot find (package|module)/i.test(message) ? `; external plugins cannot import packages at run time — ${BUILD_HINT}` : "";
+      throw new ConfigError(`plugin ${file}`, `failed to load: ${message}${bare}`);
     }
     const problem = invalidPlugin(mod.default);
     if (problem) throw new ConfigError(`plugin ${file}`, problem);
     const plugin = mod.default as ReelayPlugin;
+    const taken = fileOf.get(plugin.name);
+    if (taken) throw new ConfigError(`plugin ${file}`, `the name "${plugin.name}" is already used by ${taken === "built in" ? "a built-in plugin" : taken}`);
+    fileOf.set(plugin.name, file);
     logger.info({ plugin: plugin.name, file, models: plugin.models?.map((m) => m.id) ?? [] }, "external plugin loaded");
     plugins.push(plugin);
   }
@@ -42,16 +68,25 @@ export async function loadExternalPlugins(dir: string, logger: Logger): Promise<
 }
 
 function invalidPlugin(p: unknown): string | null {
-  if (!p || typeof p !== "object") return "its default export must be a ReelayPlugin object";
+  if (!p || typeof p !== "object") return "its default export must be a ReelayPlugin object (export default definePlugin({...}))";
   const o = p as Record<string, unknown>;
   if (typeof o.name !== "string" || !/^[a-z0-9][\w.-]*$/i.test(o.name)) return "`name` must be a plugin name (letters, digits, . _ -)";
-  if (o.apiVersion !== PLUGIN_API_VERSION) return `\`apiVersion\` must be ${PLUGIN_API_VERSION} (got ${JSON.stringify(o.apiVersion)})`;
-  if (typeof o.create !== "function") return "`create(ctx)` must be a function";
-  if (o.models !== undefined && !Array.isArray(o.models)) return "`models` must be a list of model declarations";
+  if (o.apiVersion !== PLUGIN_API_VERSION) return `plugin "${o.name}": \`apiVersion\` must be ${PLUGIN_API_VERSION} (got ${JSON.stringify(o.apiVersion)}); rebuild it against this reelay's plugin SDK`;
+  if (typeof o.create !== "function") return `plugin "${o.name}": \`create(ctx)\` must be a function`;
+  if (o.validateOptions !== undefined && typeof o.validateOptions !== "function") return `plugin "${o.name}": \`validateOptions\` must be a function`;
+  if (o.models !== undefined && !Array.isArray(o.models)) return `plugin "${o.name}": \`models\` must be a list of model declarations`;
+  const ids = new Set<string>();
   for (const [i, m] of ((o.models as unknown[]) ?? []).entries()) {
     const d = m as Record<string, unknown>;
-    if (typeof d?.id !== "string" || !d.id) return `models[${i}].id must be a string`;
-    if (!d.pricing || typeof d.pricing !== "object") return `models[${i}].pricing must be an object`;
+    if (typeof d?.id !== "string" || !/^[A-Za-z0-9][\w.:/-]{0,127}$/.test(d.id)) return `plugin "${o.name}": models[${i}].id must be a model id (letters, digits, . _ : / -)`;
+    if (ids.has(d.id)) return `plugin "${o.name}": declares model "${d.id}" twice`;
+    ids.add(d.id);
+    if (!d.pricing || typeof d.pricing !== "object") return `plugin "${o.name}": models[${i}].pricing must be an object`;
+    for (const [k, v] of Object.entries(d.pricing)) {
+      if (!["inputPerMillion", "outputPerMillion", "perSecond"].includes(k) || !Number.isSafeInteger(v) || (v as number) < 0) {
+        return `plugin "${o.name}": models[${i}].pricing.${k} must be one of inputPerMillion, outputPerMillion, perSecond, as a non-negative integer of micro-dollars`;
+      }
+    }
   }
   return null;
 }

@@ -1,0 +1,101 @@
+/**
+ * The three calls of the RunPod serverless protocol (docs/remote-gpu-protocol.md), with reelay's
+ * error policy: connection errors, timeouts, 5xx and 429 are retryable PluginErrors (the scheduler
+ * backs off and asks again); other 4xx are final. The API key only ever goes into the
+ * Authorization header — it is not logged and not sent to output URLs.
+ */
+import { PluginError, type PluginContext } from "../../src/plugin-sdk/index.ts";
+import type { RemoteGpuOptions } from "./options.ts";
+
+export interface WorkerAnswer {
+  status: number;
+  json: any;
+}
+
+export class RunpodClient {
+  private readonly headers: Record<string, string>;
+
+  constructor(private readonly ctx: PluginContext, private readonly opts: RemoteGpuOptions, apiKey: string | undefined) {
+    this.headers = { "content-type": "application/json", accept: "application/json" };
+    if (apiKey) this.headers.authorization = `Bearer ${apiKey}`;
+  }
+
+  run(input: Record<string, unknown>, signal: AbortSignal): Promise<WorkerAnswer> {
+    return this.call("POST", "/run", signal, { input });
+  }
+
+  status(id: string, signal: AbortSignal): Promise<WorkerAnswer> {
+    return this.call("GET", `/status/${encodeURIComponent(id)}`, signal);
+  }
+
+  cancel(id: string, signal: AbortSignal): Promise<WorkerAnswer> {
+    return this.call("POST", `/cancel/${encodeURIComponent(id)}`, signal);
+  }
+
+  /**
+   * One call. 404 is returned (not thrown): on /status it means the worker lost the job. Bodies are
+   * read with a cap: a base64 output is 4/3 of maxOutputBytes, plus room for the JSON around it.
+   */
+  private async call(method: string, path: string, signal: AbortSignal, body?: unknown): Promise<WorkerAnswer> {
+    const deadline = AbortSignal.timeout(this.opts.timeouts.requestMs);
+    const both = AbortSignal.any([signal, deadline]);
+    const what = `${method} ${path.replace(/\/[^/]+$/, path === "/run" ? "/run" : "/{id}")}`;
+    let res: Response;
+    try {
+      res = await this.ctx.fetch(this.opts.baseUrl + path, { method, headers: this.headers, body: body === undefined ? undefined : JSON.stringify(body), signal: both });
+    } catch (err) {
+      throw this.transportError(err, what, signal, deadline);
+    }
+    let text: string;
+    try {
+      text = await readCapped(res, Math.ceil((this.opts.maxOutputBytes * 4) / 3) + 64 * 1024);
+    } catch (err) {
+      if (err instanceof PluginError) throw err;
+      throw this.transportError(err, what, signal, deadline);
+    }
+    if (res.status === 404) return { status: 404, json: null };
+    if (res.status < 200 || res.status > 299) {
+      // RunPod error bodies are {"error": "..."}; keep it short, it ends up in job errors and logs
+      const detail = safeJson(text)?.error ?? text.slice(0, 200);
+      throw new PluginError("upstream_http", `GPU worker answered ${what} with HTTP ${res.status}: ${String(detail).slice(0, 200)}`, { status: res.status });
+    }
+    const json = safeJson(text);
+    if (json === undefined || typeof json !== "object" || json === null) {
+      throw new PluginError("malformed", `GPU worker answered ${what} with something that is not a JSON object`, { retryable: true });
+    }
+    return { status: res.status, json };
+  }
+
+  private transportError(err: unknown, what: string, signal: AbortSignal, deadline: AbortSignal): unknown {
+    if (signal.aborted) return signal.reason; // the host's own cancel
+    if (deadline.aborted) return new PluginError("timeout", `GPU worker did not answer ${what} within ${this.opts.timeouts.requestMs} ms`, { cause: err });
+    return new PluginError("connect", `GPU worker unreachable (${what}): ${(err as Error)?.message ?? err}`, { cause: err });
+  }
+}
+
+async function readCapped(res: Response, maxBytes: number): Promise<string> {
+  if (!res.body) return "";
+  const reader = res.body.getReader();
+  const decoder = new TextDecoder();
+  let total = 0;
+  let text = "";
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > maxBytes) {
+      await reader.cancel();
+      throw new PluginError("failed", `GPU worker answer is larger than ${maxBytes} bytes (maxOutputBytes)`, { code: "output_too_large", retryable: false });
+    }
+    text += decoder.decode(value, { stream: true });
+  }
+  return text + decoder.decode();
+}
+
+function safeJson(text: string): any {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
