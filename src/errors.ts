@@ -50,6 +50,10 @@ export const insufficientQuota = (needed: number, available: number) =>
 export const tooLarge = (message: string, param: string | null = null) =>
   new ApiError(413, "invalid_request_error", message, { param, code: "payload_too_large" });
 
+/** The only 500 a client ever sees: no cause, no stack; the caller logs the cause with the request id. */
+export const internalError = (cause?: unknown) =>
+  new ApiError(500, "server_error", "The server had an error while processing your request. Retry, and contact the operator with the x-request-id if it persists.", { code: "internal_error", cause });
+
 /** 1 USD = 1,000,000 micro-dollars */
 export function formatUsd(micros: number): string {
   return `$${(micros / 1_000_000).toFixed(6)} (${micros} micro-dollars)`;

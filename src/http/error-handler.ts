@@ -3,7 +3,7 @@
  * not found) are translated here; anything unexpected becomes a generic 500 and is logged with its
  * cause, never echoed to the client.
  */
-import { ApiError, errorBody, jsonError } from "../errors.ts";
+import { ApiError, errorBody, internalError, jsonError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 
 interface ErrorContext {
@@ -30,7 +30,7 @@ export function toApiError(ctx: ErrorContext, methodsFor: (path: string) => stri
   }
   if ((error as { status?: number })?.status === 413 || code === 413) return new ApiError(413, "invalid_request_error", "Request body too large.", { code: "payload_too_large" });
   logger.error({ err: error, requestId: ctx.requestId, path: ctx.path, code }, "unhandled error");
-  return new ApiError(500, "server_error", "The server had an error while processing your request. Retry, and contact the operator with the x-request-id if it persists.", { code: "internal_error" });
+  return internalError();
 }
 
 function validationError(error: unknown): ApiError {

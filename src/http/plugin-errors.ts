@@ -4,7 +4,7 @@
  * passed on (it is about the request), except 401/403, which are about reelay's credentials → 502;
  * 5xx, refused/reset connections and garbage → 502; timeouts → 504.
  */
-import { ApiError, type ErrorType } from "../errors.ts";
+import { ApiError, internalError, type ErrorType } from "../errors.ts";
 import { PluginError } from "../plugin-sdk/index.ts";
 
 const TYPE_BY_STATUS: Record<number, ErrorType> = { 404: "not_found_error", 409: "conflict_error", 429: "rate_limit_error" };
@@ -14,8 +14,19 @@ const TYPE_BY_STATUS: Record<number, ErrorType> = { 404: "not_found_error", 409:
  * rethrown so the app logs it and answers a generic 500.
  */
 export function apiErrorFromPlugin(err: unknown): ApiError {
+  if (err instanceof ApiError || err instanceof PluginError) return clientErrorFrom(err);
+  throw err;
+}
+
+/**
+ * Like apiErrorFromPlugin, but never throws: anything unexpected becomes the generic 500 (the caller
+ * logs the cause). For places that cannot throw any more, such as a stream already under way.
+ */
+export function clientErrorFrom(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
-  if (!(err instanceof PluginError)) throw err;
+  if (!(err instanceof PluginError)) {
+    return internalError(err);
+  }
   switch (err.kind) {
     case "invalid_request":
       return new ApiError(400, "invalid_request_error", err.message, { code: err.code ?? "invalid_request", param: err.param ?? null, cause: err });

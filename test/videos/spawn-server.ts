@@ -29,7 +29,7 @@ export async function spawnServer(env: Record<string, string>): Promise<ChildSer
   const port = await freePort();
   const proc = Bun.spawn(["bun", "src/main.ts", "serve"], {
     cwd: ROOT,
-    env: { ...process.env, HOST: "127.0.0.1", PORT: String(port), REELAY_ADMIN_TOKEN: ADMIN_TOKEN, REELAY_LOG_LEVEL: "warn", REELAY_LOG_FORMAT: "json", ...env },
+    env: { ...process.env, HOST: "127.0.0.1", PORT: String(port), REELAY_ADMIN_TOKEN: ADMIN_TOKEN, REELAY_LOG_LEVEL: "warn", REELAY_LOG_FORMAT: "json", REELAY_RATE_RPM: "0", ...env },
     stdout: "ignore",
     stderr: "inherit",
   });

@@ -4,7 +4,7 @@
  */
 import { release, settle } from "../../billing/index.ts";
 import type { Db } from "../../db/index.ts";
-import { usageRecords } from "../../db/schema/index.ts";
+import { recordUsage } from "../../usage/record-usage.ts";
 import type { ModelPricing } from "../../plugin-sdk/index.ts";
 
 /** Cost in integer micro-dollars, rounded up once over the whole request (rates are per million tokens). */
@@ -48,7 +48,7 @@ export async function closeRequest(db: Db, req: OpenRequest, out: ChatOutcome): 
     let charged = 0;
     if (out.charge) charged = (await settle(tx, req.holdId, cost, reason)).charged;
     else await release(tx, req.holdId, `${reason}: ${out.errorCode ?? "no tokens produced"}`);
-    await tx.insert(usageRecords).values({
+    await recordUsage(tx, {
       accountId: req.accountId,
       keyId: req.keyId,
       ref: req.ref,

@@ -13,7 +13,7 @@ import type { AppDeps } from "../../deps.ts";
 import type { ChatStreamEvent } from "../../plugin-sdk/index.ts";
 import { DeliveryCount } from "./delivery-count.ts";
 import { failChat, finishChat, prepareChat, type ChatCall, type PreparedChat } from "./service.ts";
-import { upstreamApiError } from "./upstream-errors.ts";
+import { clientErrorFrom } from "../../http/plugin-errors.ts";
 
 const encoder = new TextEncoder();
 const DONE = encoder.encode("data: [DONE]\n\n");
@@ -141,7 +141,7 @@ class Relay {
     this.cleanup();
     this.upstream.abort(); // no-op after a normal end; stops the upstream request otherwise
     this.events.return?.().catch(() => {});
-    const apiError = end.kind === "failed" ? upstreamApiError(end.err) : null;
+    const apiError = end.kind === "failed" ? clientErrorFrom(end.err) : null;
     if (apiError?.status === 500) this.deps.logger.error({ err: (end as { err: unknown }).err, requestId: this.call.requestId }, "chat stream: unexpected error");
     this.deps.telemetry.upstream({
       plugin: this.p.model.plugin, model: this.p.model.id, ms: performance.now() - this.call.startedAt,

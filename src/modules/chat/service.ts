@@ -12,7 +12,7 @@ import type { RegisteredModel } from "../../registry/model-registry.ts";
 import { countTextTokens, estimateChatPromptTokens } from "../../text/tokens.ts";
 import { chatCost, closeRequest, type ChatOutcome, type OpenRequest } from "./close-request.ts";
 import type { ChatCompletionRequest } from "./model.ts";
-import { upstreamApiError } from "./upstream-errors.ts";
+import { clientErrorFrom } from "../../http/plugin-errors.ts";
 
 /**
  * Output tokens held when neither the client nor the model config bounds the reply (and the model
@@ -102,7 +102,7 @@ export async function finishChat(deps: AppDeps, call: ChatCall, p: PreparedChat,
 
 /** Release the hold of a request that produced nothing, record it, and return the client's error. */
 export async function failChat(deps: AppDeps, call: ChatCall, p: PreparedChat, err: unknown, disconnected = false) {
-  const apiError = upstreamApiError(err);
+  const apiError = clientErrorFrom(err);
   if (apiError.status === 500 && !disconnected) deps.logger.error({ err, requestId: call.requestId }, "chat: unexpected error from the plugin");
   deps.telemetry.upstream({ plugin: p.model.plugin, model: p.model.id, ms: performance.now() - call.startedAt, outcome: "error", errorKind: (err as { kind?: string }).kind });
   await finishChat(deps, call, p, {

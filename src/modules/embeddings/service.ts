@@ -15,7 +15,9 @@ import { countTextTokens } from "../../text/tokens.ts";
 import { encodeEmbedding, type EncodingFormat } from "./encode.ts";
 import { DEFAULT_MAX_INPUTS, MAX_TOTAL_CHARS, normalizeInput, type NormalizedInput } from "./inputs.ts";
 import type { EmbeddingsBody, EmbeddingsResponse } from "./model.ts";
-import { insertEmbeddingsUsage, type EmbeddingsUsage } from "./record-usage.ts";
+import { recordUsage, type UsageRow } from "../../usage/record-usage.ts";
+
+type EmbeddingsUsage = Pick<UsageRow, "promptTokens" | "tokenSource" | "cost" | "status" | "errorCode" | "disconnected">;
 
 export interface EmbeddingsOutcome {
   body: EmbeddingsResponse;
@@ -64,8 +66,8 @@ export async function createEmbeddings(
   });
 
   const started = performance.now();
-  const usageRow = (u: Pick<EmbeddingsUsage, "promptTokens" | "tokenSource" | "cost" | "status" | "errorCode" | "disconnected">): EmbeddingsUsage => ({
-    ...u, accountId: principal.accountId, keyId: principal.keyId, ref: opts.ref, model: model.id, plugin: model.plugin,
+  const usageRow = (u: EmbeddingsUsage): UsageRow => ({
+    ...u, kind: "embeddings", accountId: principal.accountId, keyId: principal.keyId, ref: opts.ref, model: model.id, plugin: model.plugin,
     latencyMs: Math.round(performance.now() - started),
   });
   let result: EmbeddingsResult;
@@ -76,7 +78,7 @@ export async function createEmbeddings(
     throw await failure(deps, model, err, opts.signal, started, (row) =>
       db.transaction(async (tx) => {
         await release(tx, h.id, `${reason}: failed`);
-        await insertEmbeddingsUsage(tx, usageRow(row));
+        await recordUsage(tx, usageRow(row));
       }),
     );
   }
@@ -95,7 +97,7 @@ export async function createEmbeddings(
 
   const settlement = await db.transaction(async (tx) => {
     const s = await settle(tx, h.id, costOf(promptTokens, price), reason);
-    await insertEmbeddingsUsage(tx, usageRow({ promptTokens, tokenSource: reportedOk ? "upstream" : "local", cost: s.charged, status: 200, errorCode: null, disconnected: false }));
+    await recordUsage(tx, usageRow({ promptTokens, tokenSource: reportedOk ? "upstream" : "local", cost: s.charged, status: 200, errorCode: null, disconnected: false }));
     return s;
   });
   deps.telemetry.charged({ model: model.id, kind: "embeddings", micros: settlement.charged, promptTokens });
@@ -116,7 +118,7 @@ async function failure(
   err: unknown,
   signal: AbortSignal,
   started: number,
-  record: (row: Pick<EmbeddingsUsage, "promptTokens" | "tokenSource" | "cost" | "status" | "errorCode" | "disconnected">) => Promise<void>,
+  record: (row: EmbeddingsUsage) => Promise<void>,
 ): Promise<unknown> {
   const disconnected = signal.aborted && !(err instanceof PluginError);
   let mapped: ApiError | null = null;

@@ -8,6 +8,7 @@ import { sql, type SQL } from "drizzle-orm";
 import type { AppDeps } from "../../../deps.ts";
 import { query, type Tx } from "../../../db/index.ts";
 import { release, settle } from "../../../billing/index.ts";
+import { recordUsage } from "../../../usage/record-usage.ts";
 
 export const JOB_STATUSES = ["queued", "processing", "completed", "failed", "expired"] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
@@ -111,8 +112,8 @@ export async function failJob(deps: Pick<AppDeps, "database" | "telemetry">, id:
 }
 
 async function insertUsage(tx: Tx, job: TransitionedJob, u: { cost: number; status: number; plugin: string | null; errorCode: string | null }) {
-  await query(tx, sql`
-    INSERT INTO usage_records (account_id, key_id, ref, kind, model, seconds, cost, status, latency_ms, plugin, error_code)
-    VALUES (${job.accountId}, ${job.keyId}, ${job.id}, 'video', ${job.model}, ${job.seconds}, ${u.cost}, ${u.status},
-      LEAST(2147483647, (extract(epoch FROM now() - ${job.createdAt.toISOString()}::timestamptz) * 1000)::bigint)::int, ${u.plugin}, ${u.errorCode})`);
+  await recordUsage(tx, {
+    accountId: job.accountId, keyId: job.keyId, ref: job.id, kind: "video", model: job.model, seconds: job.seconds,
+    cost: u.cost, status: u.status, latencyMs: Math.min(2_147_483_647, Date.now() - job.createdAt.getTime()), plugin: u.plugin, errorCode: u.errorCode,
+  });
 }
