@@ -10,6 +10,7 @@ import { sql } from "drizzle-orm";
 import { query, type Tx } from "../db/index.ts";
 import { ApiError, insufficientQuota } from "../errors.ts";
 import { randomId } from "./ids.ts";
+import { usageInsert, type UsageFacts } from "../usage/record-usage.ts";
 
 export { randomId } from "./ids.ts";
 
@@ -86,11 +87,21 @@ export async function hold(tx: Tx, input: { accountId: string; amount: number; r
 }
 
 /**
+ * A usage row to write in the same statement as the settle or release (its cost is what the
+ * statement charged). One autocommitted statement holds the account's row lock only for itself:
+ * a settle and a separate usage INSERT in a transaction kept the lock across a client round trip,
+ * and requests on one hot account queued behind it.
+ */
+export interface WithUsage {
+  usage?: UsageFacts;
+}
+
+/**
  * Charge `actual` against the hold and release the rest, once. If `actual` exceeds the hold, the
  * extra is taken from the account's available credits as far as they go (never below zero, never
  * into other holds); what cannot be charged is written as a `shortfall` row and not collected.
  */
-export async function settle(tx: Tx, holdId: string, actual: number, reason: string): Promise<Settlement> {
+export async function settle(tx: Tx, holdId: string, actual: number, reason: string, opts: WithUsage = {}): Promise<Settlement> {
   if (!Number.isSafeInteger(actual) || actual < 0) throw new Error(`settle amount must be a non-negative integer, got ${actual}`);
   // Lock order is hold, then account, as in release and the sweeper. Locking the account first
   // (as this statement once did) deadlocked against a concurrent release of the same hold:
@@ -119,7 +130,7 @@ export async function settle(tx: Tx, holdId: string, actual: number, reason: str
       UNION ALL
       SELECT account_id, 'shortfall', 0, 0, id, ref, 'shortfall: ' || (${actual}::bigint - charged) || ' micro-dollars of usage not collected (balance exhausted); ' || ${reason}
       FROM h WHERE ${actual}::bigint > charged
-    )
+    )${opts.usage ? sql`, u AS (${usageInsert(opts.usage, sql`COALESCE((SELECT charged FROM h), 0)`)})` : sql``}
     SELECT amount::float8 AS amount, charged::float8 AS charged FROM h`);
   const r = rows[0];
   if (!r) return { applied: false, charged: 0, shortfall: 0, released: 0 };
@@ -128,7 +139,7 @@ export async function settle(tx: Tx, holdId: string, actual: number, reason: str
 }
 
 /** Release the whole hold, once. Returns false when it was already closed. */
-export async function release(tx: Tx, holdId: string, reason: string): Promise<boolean> {
+export async function release(tx: Tx, holdId: string, reason: string, opts: WithUsage = {}): Promise<boolean> {
   const rows = await query<{ id: string }>(tx, sql`
     WITH h AS (
       UPDATE holds SET state = 'released', closed_at = now(), charged = 0
@@ -139,7 +150,7 @@ export async function release(tx: Tx, holdId: string, reason: string): Promise<b
     ), l AS (
       INSERT INTO ledger (account_id, kind, amount, held_change, hold_id, ref, reason)
       SELECT account_id, 'release', 0, -amount, id, ref, ${reason} FROM h
-    )
+    )${opts.usage ? sql`, u AS (${usageInsert(opts.usage, sql`0`)})` : sql``}
     SELECT id FROM h`);
   return rows.length > 0;
 }

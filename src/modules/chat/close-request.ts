@@ -1,10 +1,10 @@
 /**
  * The end of every chat request: settle (or release) its hold and write its usage record in one
- * transaction, so a usage row exists exactly when the money moved.
+ * statement, so a usage row exists exactly when the money moved.
  */
 import { release, settle } from "../../billing/index.ts";
 import type { Db } from "../../db/index.ts";
-import { recordUsage } from "../../usage/record-usage.ts";
+import type { UsageFacts } from "../../usage/record-usage.ts";
 import type { ModelPricing } from "../../plugin-sdk/index.ts";
 
 /** Cost in integer micro-dollars, rounded up once over the whole request (rates are per million tokens). */
@@ -41,31 +41,25 @@ export interface ChatOutcome {
 export async function closeRequest(db: Db, req: OpenRequest, out: ChatOutcome): Promise<number> {
   const cost = out.charge ? chatCost(req.pricing, out.promptTokens, out.completionTokens) : 0;
   const reason = `chat ${req.model}`;
-  // Settle first: it locks the account row FOR UPDATE. Inserting the usage row first took a KEY
-  // SHARE lock on the same row (foreign key), and two concurrent settles of one account upgrading
-  // from it deadlocked (seen under 16 concurrent requests on one account).
-  return db.transaction(async (tx) => {
-    let charged = 0;
-    if (out.charge) charged = (await settle(tx, req.holdId, cost, reason)).charged;
-    else await release(tx, req.holdId, `${reason}: ${out.errorCode ?? "no tokens produced"}`);
-    await recordUsage(tx, {
-      accountId: req.accountId,
-      keyId: req.keyId,
-      ref: req.ref,
-      kind: "chat",
-      model: req.model,
-      promptTokens: out.charge ? out.promptTokens : null,
-      completionTokens: out.charge ? out.completionTokens : null,
-      deliveredTokens: out.deliveredTokens,
-      reportedTokens: out.reportedTokens,
-      tokenSource: out.tokenSource,
-      cost: charged,
-      status: out.status,
-      disconnected: out.disconnected,
-      latencyMs: Math.round(performance.now() - req.startedAt),
-      plugin: req.plugin,
-      errorCode: out.errorCode,
-    });
-    return charged;
-  });
+  const usage: UsageFacts = {
+    accountId: req.accountId,
+    keyId: req.keyId,
+    ref: req.ref,
+    kind: "chat",
+    model: req.model,
+    promptTokens: out.charge ? out.promptTokens : null,
+    completionTokens: out.charge ? out.completionTokens : null,
+    deliveredTokens: out.deliveredTokens,
+    reportedTokens: out.reportedTokens,
+    tokenSource: out.tokenSource,
+    status: out.status,
+    disconnected: out.disconnected,
+    latencyMs: Math.round(performance.now() - req.startedAt),
+    plugin: req.plugin,
+    errorCode: out.errorCode,
+  };
+  // One autocommitted statement each: the money and the usage row move together.
+  if (out.charge) return (await settle(db, req.holdId, cost, reason, { usage })).charged;
+  await release(db, req.holdId, `${reason}: ${out.errorCode ?? "no tokens produced"}`, { usage });
+  return 0;
 }

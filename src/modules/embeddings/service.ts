@@ -15,9 +15,9 @@ import { countTextTokens } from "../../text/tokens.ts";
 import { encodeEmbedding, type EncodingFormat } from "./encode.ts";
 import { DEFAULT_MAX_INPUTS, MAX_TOTAL_CHARS, normalizeInput, type NormalizedInput } from "./inputs.ts";
 import type { EmbeddingsBody, EmbeddingsResponse } from "./model.ts";
-import { recordUsage, type UsageRow } from "../../usage/record-usage.ts";
+import type { UsageFacts } from "../../usage/record-usage.ts";
 
-type EmbeddingsUsage = Pick<UsageRow, "promptTokens" | "tokenSource" | "cost" | "status" | "errorCode" | "disconnected">;
+type EmbeddingsUsage = Pick<UsageFacts, "promptTokens" | "tokenSource" | "status" | "errorCode" | "disconnected">;
 
 export interface EmbeddingsOutcome {
   body: EmbeddingsResponse;
@@ -66,7 +66,7 @@ export async function createEmbeddings(
   });
 
   const started = performance.now();
-  const usageRow = (u: EmbeddingsUsage): UsageRow => ({
+  const usageRow = (u: EmbeddingsUsage): UsageFacts => ({
     ...u, kind: "embeddings", accountId: principal.accountId, keyId: principal.keyId, ref: opts.ref, model: model.id, plugin: model.plugin,
     latencyMs: Math.round(performance.now() - started),
   });
@@ -75,12 +75,9 @@ export async function createEmbeddings(
     const inputs = input.kind === "text" ? input.texts : [];
     result = await cap.embed({ body, inputs }, { signal: opts.signal });
   } catch (err) {
-    throw await failure(deps, model, err, opts.signal, started, (row) =>
-      db.transaction(async (tx) => {
-        await release(tx, h.id, `${reason}: failed`);
-        await recordUsage(tx, usageRow(row));
-      }),
-    );
+    throw await failure(deps, model, err, opts.signal, started, async (row) => {
+      await release(db, h.id, `${reason}: failed`, { usage: usageRow(row) });
+    });
   }
   deps.telemetry.upstream({ plugin: model.plugin, model: model.id, ms: performance.now() - started, outcome: "ok" });
 
@@ -95,10 +92,8 @@ export async function createEmbeddings(
     usage: { prompt_tokens: promptTokens, total_tokens: promptTokens },
   };
 
-  const settlement = await db.transaction(async (tx) => {
-    const s = await settle(tx, h.id, costOf(promptTokens, price), reason);
-    await recordUsage(tx, usageRow({ promptTokens, tokenSource: reportedOk ? "upstream" : "local", cost: s.charged, status: 200, errorCode: null, disconnected: false }));
-    return s;
+  const settlement = await settle(db, h.id, costOf(promptTokens, price), reason, {
+    usage: usageRow({ promptTokens, tokenSource: reportedOk ? "upstream" : "local", status: 200, errorCode: null, disconnected: false }),
   });
   deps.telemetry.charged({ model: model.id, kind: "embeddings", micros: settlement.charged, promptTokens });
   return { body: response, headers, promptTokens, cost: settlement.charged };
@@ -132,7 +127,7 @@ async function failure(
   const status = disconnected ? 499 : mapped?.status ?? 500;
   const errorCode = disconnected ? "client_disconnected" : mapped?.code ?? "internal_error";
   deps.telemetry.upstream({ plugin: model.plugin, model: model.id, ms: performance.now() - started, outcome: "error", errorKind: err instanceof PluginError ? err.kind : "internal" });
-  await record({ promptTokens: null, tokenSource: "local", cost: 0, status, errorCode, disconnected });
+  await record({ promptTokens: null, tokenSource: "local", status, errorCode, disconnected });
   if (disconnected) return new ApiError(499, "invalid_request_error", "The client closed the request.", { code: "client_disconnected" });
   return mapped ?? err;
 }
