@@ -13,7 +13,7 @@ import { join } from "node:path";
 import postgres from "postgres";
 import { createTestDatabase, dropDatabase } from "../test/support/harness.ts";
 import { pngBase64, scriptedEnv } from "../test/videos/support.ts";
-import { newClientOn, spawnServer, type ChildServer } from "../test/videos/spawn-server.ts";
+import { newClientOn, spawnServer, type ChildServer } from "../test/support/child-server.ts";
 
 const SUBMITS = Number(process.env.BENCH_SUBMITS ?? 10_000);
 const JOBS = Number(process.env.BENCH_JOBS ?? 1_000);

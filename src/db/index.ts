@@ -44,7 +44,19 @@ export function rowsOf<T>(result: unknown): T[] {
   return (Array.isArray(result) ? result : (result as { rows: T[] }).rows) as T[];
 }
 
+/**
+ * Run a raw statement. On Postgres it goes through postgres.js as a named prepared statement:
+ * drizzle's `execute` sends unprepared queries, and the billing CTEs then cost a parse and a plan
+ * every time (a hold measured 1.7–2.6 ms unprepared vs 0.7–0.8 ms prepared, p50 on this machine).
+ * The statement texts are fixed (values are parameters), so each connection caches a handful.
+ */
 export async function query<T = Record<string, unknown>>(db: Tx, q: SQL): Promise<T[]> {
+  const { session, dialect } = db as unknown as { session?: { client?: { unsafe?: Function } }; dialect: { sqlToQuery(q: SQL): { sql: string; params: unknown[] } } };
+  const client = session?.client;
+  if (typeof client?.unsafe === "function") {
+    const { sql: text, params } = dialect.sqlToQuery(q);
+    return (await client.unsafe(text, params, { prepare: true })) as T[];
+  }
   return rowsOf<T>(await db.execute(q));
 }
 

@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ApiError } from "../errors.ts";
 import { createTestDatabase, dropDatabase, startTestServer, type TestServer } from "../../test/support/harness.ts";
 import { formatDuration } from "./rate-limits.ts";
-import { createClient, spawnReelay, startThrowawayRedis, type ReelayProcess, type ThrowawayRedis } from "./spawn-reelay.test-helper.ts";
+import { startThrowawayRedis, type ThrowawayRedis } from "./spawn-reelay.test-helper.ts";
+import { newClientOn, spawnServer, type ChildServer } from "../../test/support/child-server.ts";
 
 const models = (url: string, key: string) => fetch(url + "/v1/models", { headers: { authorization: `Bearer ${key}` } });
 const rl = (r: Response) => ({
@@ -109,11 +110,11 @@ describe("request limits, in-process limiter", () => {
 
 describe("two reelay processes sharing one Redis", () => {
   let databaseUrl: string;
-  const procs: ReelayProcess[] = [];
+  const procs: ChildServer[] = [];
   beforeAll(async () => {
     databaseUrl = await createTestDatabase();
     const env = { DATABASE_URL: databaseUrl, REDIS_URL: "redis://127.0.0.1:6379" };
-    procs.push(...(await Promise.all([spawnReelay(env), spawnReelay(env)])));
+    procs.push(...(await Promise.all([spawnServer(env), spawnServer(env)])));
   }, 60_000);
   afterAll(async () => {
     await Promise.all(procs.map((p) => p.stop()));
@@ -121,9 +122,9 @@ describe("two reelay processes sharing one Redis", () => {
   }, 30_000);
 
   test("30 requests alternating between the two: exactly 10 (the key's RPM) succeed", async () => {
-    const [a, b] = procs as [ReelayProcess, ReelayProcess];
+    const [a, b] = procs as [ChildServer, ChildServer];
     for (const p of procs) expect(((await (await fetch(p.url + "/readyz")).json()) as { checks: unknown[] }).checks).toContainEqual({ name: "redis", ok: true, detail: "connected: limits shared across instances" });
-    const c = await createClient(a.admin, { requests_per_minute: 10 });
+    const c = await newClientOn(a, 10_000_000, { requests_per_minute: 10 });
     // one after another, so the two instances alternate deterministically (a burst would let the
     // faster instance take every unit, which proves nothing about sharing)
     const responses: Response[] = [];

@@ -2,14 +2,14 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { startFakeOpenAI, type FakeOpenAI } from "../../test/fakes/openai-upstream.ts";
 import { createTestDatabase, dropDatabase } from "../../test/support/harness.ts";
-import { createClient, spawnReelay, type ReelayProcess } from "./spawn-reelay.test-helper.ts";
+import { newClientOn, spawnServer, type ChildServer } from "../../test/support/child-server.ts";
 
 const UPSTREAM_KEY = "sk-upstream-SECRET-" + crypto.randomUUID().replaceAll("-", "");
 
 describe("request logs of a running reelay process", () => {
   let databaseUrl: string;
   let fake: FakeOpenAI;
-  let proc: ReelayProcess;
+  let proc: ChildServer;
   beforeAll(async () => {
     fake = await startFakeOpenAI({ tokens: 4 });
     databaseUrl = await createTestDatabase();
@@ -17,7 +17,7 @@ describe("request logs of a running reelay process", () => {
     writeFileSync(modelsFile, JSON.stringify({
       models: [{ id: "chat-test", plugin: "openai-compatible", options: { baseUrl: fake.url, apiKeyEnv: "UPSTREAM_KEY" }, pricing: { inputPerMillion: 1_000_000, outputPerMillion: 2_000_000 } }],
     }));
-    proc = await spawnReelay({ DATABASE_URL: databaseUrl, REELAY_MODELS_FILE: modelsFile, UPSTREAM_KEY });
+    proc = await spawnServer({ DATABASE_URL: databaseUrl, REELAY_MODELS_FILE: modelsFile, UPSTREAM_KEY });
   }, 60_000);
   afterAll(async () => {
     await proc.stop();
@@ -26,7 +26,7 @@ describe("request logs of a running reelay process", () => {
   }, 30_000);
 
   test("one JSON line per request with id, route, status, latency, key prefix and account; never the key or the upstream key", async () => {
-    const c = await createClient(proc.admin);
+    const c = await newClientOn(proc);
     const auth = { authorization: `Bearer ${c.key}`, "content-type": "application/json" };
     const models = await fetch(proc.url + "/v1/models", { headers: { ...auth, "x-request-id": "req-ops-log-1" } });
     expect(models.status).toBe(200);

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import postgres from "postgres";
 import { startFakeOpenAI } from "../fakes/openai-upstream.ts";
 import { createTestDatabase, dropDatabase } from "../support/harness.ts";
-import { newClientOn, spawnServer } from "../videos/spawn-server.ts";
+import { newClientOn, spawnServer } from "../support/child-server.ts";
 
 const cleanup: Array<() => Promise<unknown>> = [];
 afterAll(async () => {

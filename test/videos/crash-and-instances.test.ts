@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import postgres from "postgres";
 import { createTestDatabase, dropDatabase } from "../support/harness.ts";
 import { client, pngBase64, PRICE_PER_SECOND, scriptedEnv } from "./support.ts";
-import { spawnServer, newClientOn, type ChildServer } from "./spawn-server.ts";
+import { spawnServer, newClientOn, type ChildServer } from "../support/child-server.ts";
 
 const IMG = pngBase64();
 const children: ChildServer[] = [];
