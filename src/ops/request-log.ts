@@ -5,22 +5,13 @@
  */
 import type { RequestFacts } from "./hooks.ts";
 
-export interface RequestLogLine {
+export interface RequestLogLine extends RequestFacts {
   requestId: string;
   method: string;
   route: string;
   path: string;
   status: number;
   latencyMs: number | null;
-  keyPrefix?: string;
-  accountId?: string;
-  model?: string;
-  promptTokens?: number;
-  completionTokens?: number;
-  seconds?: number;
-  cost?: number;
-  jobId?: string;
-  disconnected?: boolean;
 }
 
 /** probes and scrapes arrive every few seconds; at info level they would drown the traffic */
