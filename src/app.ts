@@ -18,8 +18,6 @@ import { embeddingsRoutes } from "./modules/embeddings/index.ts";
 import { videoRoutes } from "./modules/videos/index.ts";
 import type { Ops } from "./ops/index.ts";
 
-const REQUEST_ID_RE = /^[\w.:-]{1,128}$/;
-
 export interface AppExtensions {
   /** operations: rate limits, metrics, request logs, usage views (absent in some unit tests) */
   ops?: Pick<Ops, "requestHooks" | "routes" | "readinessChecks">;
@@ -29,9 +27,9 @@ export function createApp(deps: AppDeps, ext: AppExtensions = {}) {
   let methodsFor: (path: string) => string[] = () => [];
   const app = new Elysia()
     .onRequest(({ request, set }) => {
-      const incoming = request.headers.get("x-request-id");
-      const id = incoming && REQUEST_ID_RE.test(incoming) ? incoming : randomId("req", 16);
-      set.headers["x-request-id"] = id;
+      // Always reelay's own id, never the client's: it is also the billing reference of the
+      // request (one hold per reference), so a client reusing an id must not collide.
+      set.headers["x-request-id"] = randomId("req", 16);
       const length = Number(request.headers.get("content-length") ?? 0);
       if (length > deps.config.maxBodyBytes) throw tooLarge(`Request body of ${length} bytes exceeds the limit of ${deps.config.maxBodyBytes} bytes.`);
     })
