@@ -28,21 +28,24 @@ describe("request logs of a running reelay process", () => {
   test("one JSON line per request with id, route, status, latency, key prefix and account; never the key or the upstream key", async () => {
     const c = await newClientOn(proc);
     const auth = { authorization: `Bearer ${c.key}`, "content-type": "application/json" };
-    const models = await fetch(proc.url + "/v1/models", { headers: { ...auth, "x-request-id": "req-ops-log-1" } });
+    // reelay names every request itself (x-request-id); the log line carries the same id
+    const ids: string[] = [];
+    const seen = (r: Response) => (ids.push(r.headers.get("x-request-id")!), r);
+    const models = seen(await fetch(proc.url + "/v1/models", { headers: auth }));
     expect(models.status).toBe(200);
-    const chat = await fetch(proc.url + "/v1/chat/completions", {
+    const chat = seen(await fetch(proc.url + "/v1/chat/completions", {
       method: "POST",
-      headers: { ...auth, "x-request-id": "req-ops-log-2" },
+      headers: auth,
       body: JSON.stringify({ model: "chat-test", messages: [{ role: "user", content: "hi" }] }),
-    });
+    }));
     await chat.arrayBuffer();
     // the upstream key was really in play: the fake upstream received it
     expect(fake.requests.some((r) => r.headers.authorization === `Bearer ${UPSTREAM_KEY}`)).toBe(true);
     // a wrong key that shares the real key's prefix: logged neither as a key nor as the prefix of another account
     const wrong = c.key.slice(0, -4) + "zzzz";
-    expect((await fetch(proc.url + "/v1/models", { headers: { authorization: `Bearer ${wrong}`, "x-request-id": "req-ops-log-3" } })).status).toBe(401);
+    expect(seen(await fetch(proc.url + "/v1/models", { headers: { authorization: `Bearer ${wrong}` } })).status).toBe(401);
     // the key in a query string is not logged either (the path is logged without it)
-    await fetch(proc.url + `/v1/models?api_key=${c.key}`, { headers: { ...auth, "x-request-id": "req-ops-log-4" } });
+    seen(await fetch(proc.url + `/v1/models?api_key=${c.key}`, { headers: auth }));
 
     await Bun.sleep(300); // pino writes asynchronously
     await proc.stop();
@@ -50,14 +53,14 @@ describe("request logs of a running reelay process", () => {
     const lines = proc.logLines().filter((l) => l.msg === "request");
     const byId = (id: string) => lines.find((l) => l.requestId === id);
 
-    expect(byId("req-ops-log-1")).toMatchObject({ method: "GET", route: "/v1/models", path: "/v1/models", status: 200, keyPrefix: c.prefix, accountId: c.accountId });
-    expect(typeof byId("req-ops-log-1")!.latencyMs).toBe("number");
-    expect(byId("req-ops-log-2")).toMatchObject({ method: "POST", route: "/v1/chat/completions", status: chat.status, keyPrefix: c.prefix, accountId: c.accountId });
-    expect(byId("req-ops-log-3")).toMatchObject({ route: "/v1/models", status: 401 });
-    expect(byId("req-ops-log-3")!.accountId).toBeUndefined();
-    expect(byId("req-ops-log-4")).toMatchObject({ path: "/v1/models", status: 200 });
+    expect(byId(ids[0]!)).toMatchObject({ method: "GET", route: "/v1/models", path: "/v1/models", status: 200, keyPrefix: c.prefix, accountId: c.accountId });
+    expect(typeof byId(ids[0]!)!.latencyMs).toBe("number");
+    expect(byId(ids[1]!)).toMatchObject({ method: "POST", route: "/v1/chat/completions", status: chat.status, keyPrefix: c.prefix, accountId: c.accountId });
+    expect(byId(ids[2]!)).toMatchObject({ route: "/v1/models", status: 401 });
+    expect(byId(ids[2]!)!.accountId).toBeUndefined();
+    expect(byId(ids[3]!)).toMatchObject({ path: "/v1/models", status: 200 });
     // exactly one line per request
-    for (const id of ["req-ops-log-1", "req-ops-log-2", "req-ops-log-3", "req-ops-log-4"]) expect(lines.filter((l) => l.requestId === id).length).toBe(1);
+    for (const id of ids) expect(lines.filter((l) => l.requestId === id).length).toBe(1);
 
     expect(out).toContain(c.prefix);
     expect(out).not.toContain(c.key);

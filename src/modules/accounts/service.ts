@@ -161,7 +161,7 @@ export async function touchKey(tx: Tx, keyId: string) {
 export function publicKey(row: typeof apiKeys.$inferSelect) {
   return {
     id: row.id,
-    object: "api_key",
+    object: "api_key" as const,
     account_id: row.accountId,
     name: row.name,
     prefix: row.prefix,
@@ -177,13 +177,13 @@ export function publicKey(row: typeof apiKeys.$inferSelect) {
 export function publicAccount(row: typeof accounts.$inferSelect) {
   return {
     id: row.id,
-    object: "account",
+    object: "account" as const,
     name: row.name,
     balance: row.balance,
     held: row.held,
     available: row.balance - row.held,
     limits: { requests_per_minute: row.rpmLimit, tokens_per_minute: row.tpmLimit, concurrent_video_jobs: row.videoConcurrencyLimit },
-    created_at: iso(row.createdAt),
+    created_at: new Date(row.createdAt).toISOString(),
   };
 }
 

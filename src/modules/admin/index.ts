@@ -11,6 +11,7 @@ import { ErrorEnvelope } from "../../http/schemas.ts";
 import { PageQuery } from "../account/index.ts";
 import { listLedger } from "../account/service.ts";
 import * as svc from "../accounts/service.ts";
+import { AccountView, KeyView, LedgerPage, listOf } from "./model.ts";
 
 const Limits = {
   requests_per_minute: t.Optional(t.Nullable(t.Integer({ minimum: 0 }))),
@@ -27,6 +28,8 @@ const toLimits = (b: { requests_per_minute?: number | null; tokens_per_minute?: 
 };
 
 const adminErrors = { 400: ErrorEnvelope, 401: ErrorEnvelope, 403: ErrorEnvelope, 404: ErrorEnvelope };
+const accountReply = { 200: AccountView, ...adminErrors };
+const keyReply = { 200: KeyView, ...adminErrors };
 const security = [{ admin: [] }];
 
 export function checkAdmin(adminToken: string | null, authorization: string | undefined | null) {
@@ -51,20 +54,22 @@ export const adminRoutes = (deps: AppDeps, extra: Elysia<any>[] = []) => {
       {
         body: t.Object({ name: t.String({ minLength: 1, maxLength: 200 }), credits: t.Optional(t.Integer({ minimum: 0, description: "initial credits, micro-dollars" })) }, { examples: [{ name: "acme", credits: 5000000 }] }),
         detail: { summary: "Create an account (optionally funded)", security },
-        response: { 201: t.Any(), ...adminErrors },
+        response: { 201: AccountView, ...adminErrors },
       },
     )
-    .get("/accounts", async ({ query }) => ({ object: "list", data: (await svc.listAccounts(db, query.limit ?? 100, query.offset ?? 0)).map(svc.publicAccount) }), {
+    .get("/accounts", async ({ query }) => ({ object: "list" as const, data: (await svc.listAccounts(db, query.limit ?? 100, query.offset ?? 0)).map(svc.publicAccount) }), {
       query: t.Object({ limit: t.Optional(t.Integer({ minimum: 1, maximum: 1000 })), offset: t.Optional(t.Integer({ minimum: 0 })) }),
       detail: { summary: "List accounts", security },
+      response: { 200: listOf(AccountView, AccountView.examples?.[0]), ...adminErrors },
     })
     .get("/accounts/:id", async ({ params }) => svc.publicAccount(await svc.getAccount(db, params.id)), {
       detail: { summary: "An account with its balance, held and available credits", security },
-      response: { 200: t.Any(), ...adminErrors },
+      response: accountReply,
     })
     .patch("/accounts/:id/limits", async ({ params, body }) => svc.publicAccount(await svc.setAccountLimits(db, params.id, toLimits(body))), {
-      body: t.Object(Limits),
+      body: t.Object(Limits, { examples: [{ requests_per_minute: 120, tokens_per_minute: null }] }),
       detail: { summary: "Set rate-limit overrides for a whole account (null: configured default)", security },
+      response: accountReply,
     })
     .post(
       "/accounts/:id/credits",
@@ -75,7 +80,7 @@ export const adminRoutes = (deps: AppDeps, extra: Elysia<any>[] = []) => {
       {
         body: t.Object({ amount: t.Integer({ minimum: 1, description: "micro-dollars" }), reason: t.Optional(t.String({ maxLength: 500 })), ref: t.Optional(t.String({ maxLength: 200 })) }, { examples: [{ amount: 10000000, reason: "invoice 42" }] }),
         detail: { summary: "Grant credits (micro-dollars)", security },
-        response: { 200: t.Any(), ...adminErrors },
+        response: accountReply,
       },
     )
     .post(
@@ -85,14 +90,15 @@ export const adminRoutes = (deps: AppDeps, extra: Elysia<any>[] = []) => {
         return svc.publicAccount(await svc.getAccount(db, params.id));
       },
       {
-        body: t.Object({ amount: t.Integer({ description: "signed micro-dollars; refused if the balance would drop below what is held" }), reason: t.String({ minLength: 1, maxLength: 500 }), ref: t.Optional(t.String({ maxLength: 200 })) }),
+        body: t.Object({ amount: t.Integer({ description: "signed micro-dollars; refused if the balance would drop below what is held" }), reason: t.String({ minLength: 1, maxLength: 500 }), ref: t.Optional(t.String({ maxLength: 200 })) }, { examples: [{ amount: -250_000, reason: "refund correction" }] }),
         detail: { summary: "Adjust credits up or down with a reason", security },
+        response: accountReply,
       },
     )
     .get("/accounts/:id/ledger", async ({ params, query }) => {
       await svc.getAccount(db, params.id);
       return listLedger(db, params.id, { limit: query.limit ?? 50, before: query.before });
-    }, { query: PageQuery, detail: { summary: "The account's ledger, newest first", security } })
+    }, { query: PageQuery, detail: { summary: "The account's ledger, newest first", security }, response: { 200: LedgerPage, ...adminErrors } })
     .post(
       "/accounts/:id/keys",
       async ({ params, body, set }) => {
@@ -111,28 +117,28 @@ export const adminRoutes = (deps: AppDeps, extra: Elysia<any>[] = []) => {
           { examples: [{ name: "production", scopes: ["chat", "embeddings"] }] },
         ),
         detail: { summary: "Create an API key. The key is in this response only; reelay stores its hash.", security },
-        response: { 201: t.Any(), ...adminErrors },
+        response: { 201: KeyView, ...adminErrors },
       },
     )
     .get("/accounts/:id/keys", async ({ params }) => {
       await svc.getAccount(db, params.id);
-      return { object: "list", data: (await svc.listKeys(db, params.id)).map(svc.publicKey) };
-    }, { detail: { summary: "List an account's keys (prefix, name, times; never the key)", security } })
+      return { object: "list" as const, data: (await svc.listKeys(db, params.id)).map(svc.publicKey) };
+    }, { detail: { summary: "List an account's keys (prefix, name, times; never the key)", security }, response: { 200: listOf(KeyView, KeyView.examples?.[0]), ...adminErrors } })
     .post("/keys/:id/revoke", async ({ params }) => {
       const row = await svc.revokeKey(db, params.id);
       deps.auth.evict(params.id);
       return svc.publicKey(row);
-    }, { detail: { summary: "Revoke a key (takes effect at once here, within the key cache TTL on other instances)", security } })
+    }, { detail: { summary: "Revoke a key (takes effect at once here, within the key cache TTL on other instances)", security }, response: keyReply })
     .post("/keys/:id/rotate", async ({ params }) => {
       const { key, record } = await svc.rotateKey(db, params.id);
       deps.auth.evict(params.id);
       return { ...svc.publicKey(record), key, replaces: params.id };
-    }, { detail: { summary: "Revoke a key and issue a new one with the same settings", security } })
+    }, { detail: { summary: "Revoke a key and issue a new one with the same settings", security }, response: keyReply })
     .patch("/keys/:id/limits", async ({ params, body }) => {
       const row = await svc.setKeyLimits(db, params.id, toLimits(body));
       deps.auth.evict(params.id);
       return svc.publicKey(row);
-    }, { body: t.Object(Limits), detail: { summary: "Set a key's rate-limit overrides (null: account/default)", security } });
+    }, { body: t.Object(Limits, { examples: [{ requests_per_minute: 60, concurrent_video_jobs: 4 }] }), detail: { summary: "Set a key's rate-limit overrides (null: account/default)", security }, response: keyReply });
   for (const e of extra) app = app.use(e) as typeof app;
   return app;
 };

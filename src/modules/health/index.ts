@@ -31,7 +31,10 @@ export const healthRoutes = (deps: AppDeps, extraChecks: ReadinessCheck[] = []) 
       {
         detail: { summary: "Readiness: database reachable, migrations applied (plus degraded dependencies such as Redis)" },
         response: {
-          200: t.Object({ status: t.Literal("ready"), checks: t.Array(t.Object({ name: t.String(), ok: t.Boolean(), detail: t.Optional(t.String()), degraded: t.Optional(t.Boolean()) })) }),
+          200: t.Object(
+            { status: t.Literal("ready"), checks: t.Array(t.Object({ name: t.String(), ok: t.Boolean(), detail: t.Optional(t.String()), degraded: t.Optional(t.Boolean()) })) },
+            { examples: [{ status: "ready", checks: [{ name: "database", ok: true, detail: "postgres" }, { name: "redis", ok: true, degraded: true, detail: "unreachable: using in-process limits" }] }] },
+          ),
           503: t.Object({ status: t.Literal("not_ready"), checks: t.Array(t.Object({ name: t.String(), ok: t.Boolean(), detail: t.Optional(t.String()), degraded: t.Optional(t.Boolean()) })) }),
         },
       },

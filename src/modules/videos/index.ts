@@ -9,7 +9,7 @@ import { annotate } from "../../ops/hooks.ts";
 import { authErrors, ErrorEnvelope } from "../../http/schemas.ts";
 import { requireKey } from "../../http/require-key.ts";
 import { cancelVideo } from "./cancel.ts";
-import { ListQuery, SubmitBody, SubmitReply, VideoJob } from "./model.ts";
+import { ListQuery, SubmitBody, SubmitReply, VideoJob, VideoList } from "./model.ts";
 import { getVideo, listVideos } from "./poll.ts";
 import { createVideoScheduler } from "./scheduler/index.ts";
 import { submitVideo } from "./submit.ts";
@@ -43,6 +43,7 @@ export const videoRoutes = (deps: AppDeps) =>
     .get("/videos/generations", ({ principal, query }) => listVideos(deps.database.db, principal.accountId, { limit: query.limit ?? 20, after: query.after }), {
       query: ListQuery,
       detail: { summary: "The account's video jobs, newest first, without results (cursor: `after` = previous page's last_id)", security },
+      response: { 200: VideoList, ...authErrors },
     })
     .get("/videos/generations/:id", ({ principal, params }) => getVideo(deps.database.db, params.id, principal.accountId), {
       params: IdParams,

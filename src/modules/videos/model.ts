@@ -53,6 +53,17 @@ export const SubmitReply = t.Object(
   { examples: [{ id: "vid_abc", object: "video.generation", status: "queued", model: "preview-motion", seconds: 5, created_at: 1767225600 }] },
 );
 
+export const VideoList = t.Object(
+  {
+    object: t.Literal("list"),
+    // listed jobs may also be `expired` (their result is gone; polling them answers 410)
+    data: t.Array(t.Object({ ...VideoJob.properties, status: t.UnionEnum(["queued", "processing", "completed", "failed", "expired"]) })),
+    has_more: t.Boolean(),
+    last_id: t.Nullable(t.String()),
+  },
+  { examples: [{ object: "list", data: [{ id: "vid_abc", object: "video.generation", status: "completed", model: "preview-motion", seconds: 5, size: "480x832", seed: 42, created_at: 1767225600, expires_at: 1767227400 }], has_more: false, last_id: "vid_abc" }] },
+);
+
 export const ListQuery = t.Object({
   limit: t.Optional(t.Integer({ minimum: 1, maximum: 100, default: 20, error: "'limit' must be an integer from 1 to 100." })),
   after: t.Optional(t.String({ description: "cursor: the last id of the previous page" })),
