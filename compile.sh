@@ -6,5 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")"
 BUN="${BUN:-$(command -v bun || echo node_modules/.bin/bun)}"
 mkdir -p dist
-"$BUN" build --compile --sourcemap=none src/main.ts --outfile dist/reelay "$@"
+# Worker entry files are extra entrypoints: in the binary they live at their project paths
+# (src/workers/worker-url.ts finds them there).
+"$BUN" build --compile --sourcemap=none src/main.ts \
+  plugins/preview-video/frames-worker.ts src/media/encode-worker.ts \
+  --outfile dist/reelay "$@"
 ls -la dist/reelay

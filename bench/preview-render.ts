@@ -6,9 +6,11 @@ import { encode as encodePng } from "fast-png";
 import { decodeImage, encodeMp4 } from "../src/media/index.ts";
 import { chooseMotion } from "../plugins/preview-video/camera-motion.ts";
 import { renderFrame, type FramePlan } from "../plugins/preview-video/render-frames.ts";
-import { FPS, render } from "../plugins/preview-video/index.ts";
+import { FPS } from "../plugins/preview-video/index.ts";
+import { RenderPipeline } from "../plugins/preview-video/render-pipeline.ts";
 
-const WIDTH = 480, HEIGHT = 832, SECONDS = 5, RUNS = 3;
+const WIDTH = 480, HEIGHT = 832, SECONDS = 5, RUNS = 5;
+const pipeline = new RenderPipeline(FPS);
 
 /** a 1024x768 photo-like source: smooth gradients plus some texture */
 function sourceImage(): Uint8Array {
@@ -54,9 +56,9 @@ for (let run = 0; run < RUNS; run++) {
   genCpu.push(c1 - c0); encCpu.push(c2 - c1);
   gen.push(t1 - t0); enc.push(t2 - t1); total.push(t2 - t0); bytes = mp4.length;
 
-  // the plugin's real path: streamed frames, one buffer, yielding to the event loop between frames
+  // the plugin's real path: its render pipeline (two workers kept warm between jobs; run 1 starts them)
   const t3 = performance.now();
-  await render({ jobId: "bench", prompt: "slow zoom in", image: { bytes: png, mime: "image/png" }, width: WIDTH, height: HEIGHT, seconds: SECONDS, seed: 42 + run }, { quantizer: 30 }, new AbortController().signal, () => {});
+  await pipeline.render({ jobId: "bench", prompt: "slow zoom in", image: { bytes: png, mime: "image/png" }, width: WIDTH, height: HEIGHT, seconds: SECONDS, seed: 42 + run }, { quantizer: 30 }, new AbortController().signal, () => {});
   endToEnd.push(performance.now() - t3);
 }
 clearInterval(sampler);
@@ -68,7 +70,8 @@ console.table({
   "decode + frame generation": { "wall median": ms(median(gen)), "cpu median": ms(median(genCpu)), "wall runs": gen.map(ms).join(", ") },
   "H.264 encode + faststart": { "wall median": ms(median(enc)), "cpu median": ms(median(encCpu)), "wall runs": enc.map(ms).join(", ") },
   "total (split)": { "wall median": ms(median(total)), "cpu median": ms(median(genCpu.map((g, i) => g + encCpu[i]!))), "wall runs": total.map(ms).join(", ") },
-  "plugin render() streamed": { "wall median": ms(median(endToEnd)), "cpu median": "", "wall runs": endToEnd.map(ms).join(", ") },
+  "plugin pipeline (2 workers)": { "wall median": ms(median(endToEnd)), "cpu median": "", "wall runs": endToEnd.map(ms).join(", ") + " (first: cold workers)" },
 });
 console.log(`load average: ${(await import("node:os")).loadavg().map((l) => l.toFixed(2)).join(" ")} on ${navigator.hardwareConcurrency} cores`);
-console.log(`mp4 size: ${(bytes / 1024).toFixed(0)} KiB; peak RSS: ${(peakRss / 1024 / 1024).toFixed(0)} MiB; goal < 2000 ms total: ${median(total) < 2000 ? "met" : "MISSED"}`);
+console.log(`mp4 size: ${(bytes / 1024).toFixed(0)} KiB; peak RSS: ${(peakRss / 1024 / 1024).toFixed(0)} MiB; goal < 2000 ms (plugin pipeline, median): ${median(endToEnd) < 2000 ? "met" : "MISSED"}`);
+pipeline.close();

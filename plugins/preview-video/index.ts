@@ -9,10 +9,9 @@
  * 10 min), `maxQueued` (default 32), `maxUnpolledResults` (default 16), `quantizer` (H.264 QP, default 30).
  */
 import { PLUGIN_API_VERSION, PluginError, type ModelInstance, type PluginContext, type ReelayPlugin, type VideoRequest } from "../../src/plugin-sdk/index.ts";
-import { decodeImage, encodeMp4, ImageDecodeError } from "../../src/media/index.ts";
-import { chooseMotion } from "./camera-motion.ts";
+import { ImageDecodeError } from "../../src/media/index.ts";
+import { RenderError, RenderPipeline } from "./render-pipeline.ts";
 import { JobTable } from "./job-table.ts";
-import { renderFrame, type FramePlan } from "./render-frames.ts";
 import { parseOptions, problemsWithOptions, type PreviewOptions } from "./options.ts";
 
 export const FPS = 16;
@@ -32,6 +31,9 @@ export function createPreviewRenderer(opts: PreviewOptions, ctx: Pick<PluginCont
   const table = new JobTable({ resultTtlMs: opts.resultTtlMs, maxFinished: opts.maxUnpolledResults });
   const waiting: Array<{ handle: string; req: VideoRequest; controller: AbortController }> = [];
   const running = new Map<string, AbortController>();
+  // one warm worker pair per concurrency slot
+  const idle: RenderPipeline[] = [];
+  const all = new Set<RenderPipeline>();
   let closed = false;
 
   const pump = () => {
@@ -39,9 +41,13 @@ export function createPreviewRenderer(opts: PreviewOptions, ctx: Pick<PluginCont
       const next = waiting.shift()!;
       running.set(next.handle, next.controller);
       table.set(next.handle, { state: "running", progress: 0 });
-      void render(next.req, opts, next.controller.signal, (progress) => {
-        if (table.has(next.handle)) table.set(next.handle, { state: "running", progress });
-      })
+      let pipeline = idle.pop();
+      if (!pipeline) all.add((pipeline = new RenderPipeline(FPS)));
+      const slot = pipeline;
+      void slot
+        .render(next.req, opts, next.controller.signal, (progress) => {
+          if (table.has(next.handle)) table.set(next.handle, { state: "running", progress });
+        })
         .then((mp4) => {
           if (!next.controller.signal.aborted) table.set(next.handle, { state: "succeeded", mp4, finishedAt: Date.now() });
         })
@@ -53,6 +59,8 @@ export function createPreviewRenderer(opts: PreviewOptions, ctx: Pick<PluginCont
         })
         .finally(() => {
           running.delete(next.handle);
+          if (closed) slot.close();
+          else idle.push(slot);
           pump();
         });
     }
@@ -87,6 +95,7 @@ export function createPreviewRenderer(opts: PreviewOptions, ctx: Pick<PluginCont
       closed = true;
       for (const c of running.values()) c.abort();
       waiting.length = 0;
+      for (const p of all) p.close();
     },
   };
 }
@@ -102,32 +111,16 @@ function validateRequest(req: VideoRequest): void {
 }
 
 function describeFailure(err: unknown): { code: string; message: string } {
-  if (err instanceof ImageDecodeError) return { code: "invalid_image", message: err.message };
+  if (err instanceof ImageDecodeError || (err instanceof RenderError && err.code === "invalid_image")) return { code: "invalid_image", message: err.message };
   return { code: "render_failed", message: "the preview renderer failed" };
 }
 
-/** yield to the event loop: one frame (~5 ms) plus its encode (~20 ms) is the longest stretch */
-const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
-
+/** One job on a throwaway pipeline (tests, benchmarks); the plugin keeps one pipeline per slot. */
 export async function render(req: VideoRequest, opts: Pick<PreviewOptions, "quantizer">, signal: AbortSignal, onProgress: (p: number) => void): Promise<Uint8Array> {
-  const source = await decodeImage(req.image.bytes);
-  await yieldToLoop();
-  const plan: FramePlan = {
-    width: req.width,
-    height: req.height,
-    frameCount: req.seconds * FPS,
-    motion: chooseMotion(req.prompt, req.seed),
-  };
-  async function* frames() {
-    // the encoder copies each frame into wasm memory before asking for the next: one buffer will do
-    const buffer = new Uint8Array(plan.width * plan.height * 4);
-    for (let i = 0; i < plan.frameCount; i++) {
-      signal.throwIfAborted();
-      renderFrame(source, plan, i, buffer);
-      yield buffer;
-      onProgress((i + 1) / plan.frameCount);
-      await yieldToLoop();
-    }
+  const pipeline = new RenderPipeline(FPS);
+  try {
+    return await pipeline.render(req, opts, signal, onProgress);
+  } finally {
+    pipeline.close();
   }
-  return encodeMp4(frames(), { width: plan.width, height: plan.height, fps: FPS, quantizer: opts.quantizer });
 }

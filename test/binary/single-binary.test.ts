@@ -1,7 +1,8 @@
 /**
  * The compiled dist/reelay, copied alone into an empty directory (no node_modules, no sources):
- * starts on embedded PGlite, applies its embedded migrations, serves local embeddings and the docs
- * UI, runs the CLI, and stops gracefully on SIGTERM.
+ * starts on embedded PGlite, applies its embedded migrations, serves local embeddings, renders a
+ * preview video (its worker threads are embedded too) and the docs UI, runs the CLI, and stops
+ * gracefully on SIGTERM.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { copyFileSync, existsSync, mkdtempSync, readFileSync } from "node:fs";
@@ -78,6 +79,20 @@ test("serves the API and the offline docs UI, then stops gracefully on SIGTERM",
     const dot = e.data[0]!.embedding.reduce((acc, x, i) => acc + x * e.data[1]!.embedding[i]!, 0);
     expect(dot).toBeGreaterThan(0.7);
     expect(e.usage.prompt_tokens).toBeGreaterThan(0);
+    // a preview video: its render workers are extra entrypoints embedded in the binary
+    const png = Buffer.from((await import("fast-png")).encode({ width: 64, height: 64, data: new Uint8Array(64 * 64 * 4).fill(200), channels: 4 })).toString("base64");
+    const sub = await fetch(s.url + "/v1/videos/generations", { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify({ model: "preview-motion", prompt: "zoom in", seconds: 1, size: "624x624", image: png }) });
+    expect(sub.status).toBe(202);
+    const job = await sub.json();
+    let polled: any;
+    for (let i = 0; i < 120; i++) {
+      polled = await (await fetch(s.url + `/v1/videos/generations/${job.id}`, { headers: { authorization: `Bearer ${key}` } })).json();
+      if (polled.status === "completed" || polled.status === "failed") break;
+      await Bun.sleep(250);
+    }
+    expect(polled.status).toBe("completed");
+    const mp4 = Buffer.from(polled.data[0].b64_json, "base64");
+    expect(mp4.subarray(4, 8).toString()).toBe("ftyp");
     const html = await (await fetch(s.url + "/docs")).text();
     expect(html).toContain("/docs/assets/scalar.js");
     expect((await fetch(s.url + "/docs/assets/scalar.js")).status).toBe(200);
