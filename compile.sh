@@ -10,5 +10,6 @@ mkdir -p dist
 # (src/workers/worker-url.ts finds them there).
 "$BUN" build --compile --sourcemap=none src/main.ts \
   plugins/preview-video/frames-worker.ts src/media/encode-worker.ts \
+  plugins/local-embeddings/inference-worker.ts \
   --outfile dist/reelay "$@"
 ls -la dist/reelay

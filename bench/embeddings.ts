@@ -56,7 +56,7 @@ const port = 20_000 + Math.floor(Math.random() * 20_000);
 const base = `http://127.0.0.1:${port}`;
 const server = Bun.spawn(["bun", "src/main.ts", "serve"], {
   cwd: new URL("..", import.meta.url).pathname,
-  env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), HOST: "127.0.0.1", REELAY_ADMIN_TOKEN: ADMIN_TOKEN, REELAY_LOG_LEVEL: "error", REELAY_PLUGINS_DIR: "/nonexistent-reelay-plugins", REELAY_MODELS_FILE: modelsFile },
+  env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), HOST: "127.0.0.1", REELAY_ADMIN_TOKEN: ADMIN_TOKEN, REELAY_LOG_LEVEL: "error", REELAY_RATE_RPM: "0", REELAY_RATE_TPM: "0", REELAY_PLUGINS_DIR: "/nonexistent-reelay-plugins", REELAY_MODELS_FILE: modelsFile },
   stdout: "inherit",
   stderr: "inherit",
 });

@@ -63,3 +63,8 @@ export async function loadModelAndVocabulary(files: ModelFiles): Promise<{ model
   ]);
   return { model, vocabulary };
 }
+
+/** only the vocabulary (the main thread tokenizes; workers hold the model) */
+export async function loadVocabulary(files: ModelFiles): Promise<Vocabulary> {
+  return Bun.file(files.vocabJson).json() as Promise<Vocabulary>;
+}

@@ -4,8 +4,9 @@
  *
  * Why: a USE-lite forward pass has a fixed overhead (~30 ms at batch 1 on the wasm backend), so
  * batches carry more sentences per second (bench/embeddings-direct.ts, 2 loaded cores: 33/s at
- * batch 1, ~60-70/s at batch 32-64); waiting a few milliseconds for company pays off under load. Only one batch runs at a time;
- * items that arrive meanwhile form the next batch, which starts as soon as the current one ends.
+ * batch 1, ~60-70/s at batch 32-64); waiting a few milliseconds for company pays off under load.
+ * At most `parallel` batches run at once (one per inference worker); items that arrive meanwhile
+ * form the next batch, which starts as soon as a runner is free.
  */
 
 export interface MicroBatcherOptions {
@@ -13,6 +14,8 @@ export interface MicroBatcherOptions {
   windowMs: number;
   /** most items in one batch; a full batch starts without waiting for the window */
   maxBatchSize: number;
+  /** batches that may run at once (one per inference worker); default 1 */
+  parallel?: number;
 }
 
 interface Caller<O> {
@@ -33,7 +36,7 @@ interface Pending<I, O> {
 export class MicroBatcher<I, O> {
   private queue: Array<Pending<I, O>> = [];
   private timer: ReturnType<typeof setTimeout> | undefined;
-  private running = false;
+  private running = 0;
   private closed = false;
 
   constructor(
@@ -76,7 +79,7 @@ export class MicroBatcher<I, O> {
   }
 
   private schedule(): void {
-    if (this.running || this.queue.length === 0) return;
+    if (this.running >= (this.opts.parallel ?? 1) || this.queue.length === 0) return;
     if (this.queue.length >= this.opts.maxBatchSize) {
       clearTimeout(this.timer);
       this.timer = undefined;
@@ -90,16 +93,18 @@ export class MicroBatcher<I, O> {
   }
 
   private async runNext(): Promise<void> {
-    if (this.running || this.queue.length === 0) return;
-    this.running = true;
+    if (this.running >= (this.opts.parallel ?? 1) || this.queue.length === 0) return;
+    this.running++;
     const batch = this.queue.splice(0, this.opts.maxBatchSize);
+    // another runner is free: let what is left queue up for it (after its own window)
+    this.schedule();
     try {
       const outputs = await this.runBatch(batch.map((p) => p.item));
       batch.forEach((p, i) => this.deliver(p, outputs[i]!));
     } catch (err) {
       for (const p of batch) this.fail(p.caller, err);
     } finally {
-      this.running = false;
+      this.running--;
     }
     // Whatever queued during the pass already waited at least that long: start it on the next
     // macrotask (so I/O callbacks run between two batches) without another window.
