@@ -4,7 +4,7 @@
  */
 import { Elysia } from "elysia";
 import type { AppDeps } from "./deps.ts";
-import { ApiError, tooLarge } from "./errors.ts";
+import { tooLarge } from "./errors.ts";
 import { docs } from "./http/docs.ts";
 import { toApiError } from "./http/error-handler.ts";
 import { routeMethodIndex } from "./http/route-methods.ts";
@@ -56,4 +56,3 @@ export function createApp(deps: AppDeps, ext: AppExtensions = {}) {
 }
 
 export type App = ReturnType<typeof createApp>;
-export { ApiError };

@@ -59,13 +59,4 @@ export function formatUsd(micros: number): string {
   return `$${(micros / 1_000_000).toFixed(6)} (${micros} micro-dollars)`;
 }
 
-export function errorBody(status: number, type: ErrorType, message: string, code: string | null = null, param: string | null = null) {
-  return { error: { message, type, param, code } };
-}
 
-export function jsonError(err: ApiError, extraHeaders: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify(err.toJSON()), {
-    status: err.status,
-    headers: { "content-type": "application/json", ...err.headers, ...extraHeaders },
-  });
-}

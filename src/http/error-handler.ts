@@ -3,7 +3,7 @@
  * not found) are translated here; anything unexpected becomes a generic 500 and is logged with its
  * cause, never echoed to the client.
  */
-import { ApiError, errorBody, internalError, jsonError } from "../errors.ts";
+import { ApiError, internalError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 
 interface ErrorContext {
@@ -46,4 +46,3 @@ function validationError(error: unknown): ApiError {
 
 const lowerFirst = (s: string) => (s ? s[0]!.toLowerCase() + s.slice(1) : s);
 
-export { errorBody, jsonError };

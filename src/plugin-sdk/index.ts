@@ -231,7 +231,3 @@ export function definePlugin(plugin: Omit<ReelayPlugin, "apiVersion"> & { apiVer
   return { ...plugin, apiVersion: PLUGIN_API_VERSION };
 }
 
-/** Terminal states of a video poll: the host stops polling after one of these. */
-export function isFinalPoll(r: VideoPollResult): r is Extract<VideoPollResult, { state: "succeeded" | "failed" }> {
-  return r.state === "succeeded" || r.state === "failed";
-}

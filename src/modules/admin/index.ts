@@ -6,7 +6,7 @@ import { Elysia, t } from "elysia";
 import type { AppDeps } from "../../deps.ts";
 import { safeEqual, parseBearer } from "../../auth/authenticate-key.ts";
 import * as billing from "../../billing/index.ts";
-import { ApiError, forbidden, unauthorized } from "../../errors.ts";
+import { forbidden, unauthorized } from "../../errors.ts";
 import { ErrorEnvelope } from "../../http/schemas.ts";
 import { PageQuery } from "../account/index.ts";
 import { listLedger } from "../account/service.ts";
@@ -41,9 +41,9 @@ export function checkAdmin(adminToken: string | null, authorization: string | un
   throw unauthorized("Invalid admin token.");
 }
 
-export const adminRoutes = (deps: AppDeps, extra: Elysia<any>[] = []) => {
+export const adminRoutes = (deps: AppDeps) => {
   const db = deps.database.db;
-  let app = new Elysia({ prefix: "/admin", tags: ["admin"] })
+  return new Elysia({ prefix: "/admin", tags: ["admin"] })
     .onBeforeHandle({ as: "local" }, ({ headers }) => checkAdmin(deps.config.adminToken, headers["authorization"]))
     .post(
       "/accounts",
@@ -139,8 +139,4 @@ export const adminRoutes = (deps: AppDeps, extra: Elysia<any>[] = []) => {
       deps.auth.evict(params.id);
       return svc.publicKey(row);
     }, { body: t.Object(Limits, { examples: [{ requests_per_minute: 60, concurrent_video_jobs: 4 }] }), detail: { summary: "Set a key's rate-limit overrides (null: account/default)", security }, response: keyReply });
-  for (const e of extra) app = app.use(e) as typeof app;
-  return app;
 };
-
-export { ApiError };
