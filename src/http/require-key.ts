@@ -7,8 +7,8 @@ import { keyMayUse, type Capability, type RegisteredModel } from "../registry/mo
 
 /** Resolves `Authorization: Bearer <key>` to `principal` for every route of the module using it. */
 export const requireKey = (deps: Pick<AppDeps, "auth">) =>
-  new Elysia().derive({ as: "scoped" }, async ({ headers, request }) => {
-    const principal = await deps.auth.authenticate(headers["authorization"]);
+  new Elysia().derive({ as: "scoped" }, async ({ request }) => {
+    const principal = await deps.auth.authenticateRequest(request);
     annotate(request, { accountId: principal.accountId, keyPrefix: principal.keyPrefix });
     return { principal };
   });

@@ -25,11 +25,10 @@ export function createRequestHooks(deps: Pick<AppDeps, "auth" | "registry">, par
     })
     .onTransform({ as: "global" }, async ({ request, path, set }) => {
       if (!path.startsWith("/v1/")) return;
-      const authorization = request.headers.get("authorization");
-      if (!authorization) return;
+      if (!request.headers.has("authorization")) return;
       let principal;
       try {
-        principal = await deps.auth.authenticate(authorization);
+        principal = await deps.auth.authenticateRequest(request);
       } catch {
         return;
       }

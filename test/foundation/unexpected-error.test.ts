@@ -16,7 +16,7 @@ test("an unexpected failure is a generic 500 envelope; the cause is logged, not 
     logger: createLogger({ logLevel: "error", logPretty: false }, sink),
     database: { kind: "postgres", db: { execute: async () => { throw broken; } }, close: async () => {} },
     registry: { get: () => undefined, list: () => [], close: async () => {} },
-    auth: { authenticate: async () => ({ keyId: "k", accountId: "a", keyPrefix: "rl-x", scopes: null, allowedModels: null, limits: { rpm: null, tpm: null, videoConcurrency: null } }), evict() {} },
+    auth: { authenticateRequest: async () => ({ keyId: "k", accountId: "a", keyPrefix: "rl-x", scopes: null, allowedModels: null, limits: { rpm: null, tpm: null, videoConcurrency: null } }), evict() {} },
     tokenBudget: noTokenBudget,
     telemetry: noTelemetry,
   } as unknown as AppDeps;
