@@ -9,18 +9,28 @@ import type { BackendChoice } from "./tf-backend.ts";
 
 interface Slot {
   worker: Worker;
+  /** resolves once the worker has loaded the model */
+  ready: Promise<unknown>;
   busy: boolean;
 }
 
-export class InferencePool {
-  private constructor(private readonly slots: Slot[], readonly backend: string) {}
+type LoadOptions = { modelDir?: string; backend?: BackendChoice };
 
-  static async start(size: number, opts: { modelDir?: string; backend?: BackendChoice }): Promise<InferencePool> {
-    const url = workerUrl(import.meta.url, "./inference-worker.ts", "plugins/local-embeddings/inference-worker.ts");
-    const slots: Slot[] = Array.from({ length: size }, () => ({ worker: new Worker(url), busy: false }));
+const WORKER_URL = () => workerUrl(import.meta.url, "./inference-worker.ts", "plugins/local-embeddings/inference-worker.ts");
+
+function spawn(opts: LoadOptions): { worker: Worker; ready: Promise<{ backend: string }> } {
+  const worker = new Worker(WORKER_URL());
+  return { worker, ready: request<{ backend: string }>(worker, { type: "load", ...opts }) };
+}
+
+export class InferencePool {
+  private constructor(private readonly slots: Slot[], readonly backend: string, private readonly opts: LoadOptions) {}
+
+  static async start(size: number, opts: LoadOptions): Promise<InferencePool> {
+    const slots: Slot[] = Array.from({ length: size }, () => ({ ...spawn(opts), busy: false }));
     try {
-      const backends = await Promise.all(slots.map((s) => request<{ backend: string }>(s.worker, { type: "load", ...opts })));
-      return new InferencePool(slots, backends[0]!.backend);
+      const backends = (await Promise.all(slots.map((s) => s.ready))) as Array<{ backend: string }>;
+      return new InferencePool(slots, backends[0]!.backend, opts);
     } catch (err) {
       for (const s of slots) s.worker.terminate();
       throw err;
@@ -37,7 +47,14 @@ export class InferencePool {
     if (!slot) throw new Error("no idle inference worker");
     slot.busy = true;
     try {
+      await slot.ready;
       return (await request<{ vectors: Float32Array[] }>(slot.worker, { type: "embed", id: 0, batch })).vectors;
+    } catch (err) {
+      // a worker that failed may be gone or in an unknown state: replace it before its next batch
+      slot.worker.terminate();
+      Object.assign(slot, spawn(this.opts));
+      slot.ready.catch(() => {});
+      throw err;
     } finally {
       slot.busy = false;
     }
