@@ -4,7 +4,7 @@
  * backs off and asks again); other 4xx are final. The API key only ever goes into the
  * Authorization header — it is not logged and not sent to output URLs.
  */
-import { PluginError, type PluginContext } from "../../src/plugin-sdk/index.ts";
+import { PluginError, readBodyCapped, type PluginContext } from "../../src/plugin-sdk/index.ts";
 import type { RemoteGpuOptions } from "./options.ts";
 
 export interface WorkerAnswer {
@@ -74,22 +74,10 @@ export class RunpodClient {
 }
 
 async function readCapped(res: Response, maxBytes: number): Promise<string> {
-  if (!res.body) return "";
-  const reader = res.body.getReader();
-  const decoder = new TextDecoder();
-  let total = 0;
-  let text = "";
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > maxBytes) {
-      await reader.cancel();
-      throw new PluginError("failed", `GPU worker answer is larger than ${maxBytes} bytes (maxOutputBytes)`, { code: "output_too_large", retryable: false });
-    }
-    text += decoder.decode(value, { stream: true });
-  }
-  return text + decoder.decode();
+  const bytes = await readBodyCapped(res, maxBytes, () =>
+    new PluginError("failed", `GPU worker answer is larger than ${maxBytes} bytes (maxOutputBytes)`, { code: "output_too_large", retryable: false }),
+  );
+  return new TextDecoder().decode(bytes);
 }
 
 function safeJson(text: string): any {

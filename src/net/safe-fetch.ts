@@ -13,7 +13,7 @@
  */
 import { lookup } from "node:dns/promises";
 import { isIP } from "node:net";
-import type { SafeFetchOptions } from "../plugin-sdk/index.ts";
+import { readBodyCapped, type SafeFetchOptions } from "../plugin-sdk/index.ts";
 import { isBlockedHostname, isPublicAddress } from "./address-policy.ts";
 
 export type SafeFetchErrorCode = "invalid_url" | "blocked_address" | "too_large" | "timeout" | "http_status" | "network";
@@ -160,27 +160,7 @@ async function readLimited(res: Response, maxBytes: number, host: string): Promi
     await res.body?.cancel();
     throw new SafeFetchError("too_large", `${host} sent ${declared} bytes, the limit is ${maxBytes}`);
   }
-  if (!res.body) return new Uint8Array(0);
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > maxBytes) {
-      await reader.cancel();
-      throw new SafeFetchError("too_large", `${host} sent more than ${maxBytes} bytes`);
-    }
-    chunks.push(value);
-  }
-  const bytes = new Uint8Array(total);
-  let offset = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return bytes;
+  return readBodyCapped(res, maxBytes, () => new SafeFetchError("too_large", `${host} sent more than ${maxBytes} bytes`));
 }
 
 function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {

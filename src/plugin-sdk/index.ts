@@ -231,3 +231,31 @@ export function definePlugin(plugin: Omit<ReelayPlugin, "apiVersion"> & { apiVer
   return { ...plugin, apiVersion: PLUGIN_API_VERSION };
 }
 
+
+/**
+ * A response body, read as it streams, stopping at `maxBytes`: past it the read is cancelled and
+ * `tooLarge()` is thrown, so an oversized answer never sits in memory whole.
+ */
+export async function readBodyCapped(res: Response, maxBytes: number, tooLarge: () => Error): Promise<Uint8Array> {
+  if (!res.body) return new Uint8Array(0);
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > maxBytes) {
+      await reader.cancel();
+      throw tooLarge();
+    }
+    chunks.push(value);
+  }
+  const bytes = new Uint8Array(total);
+  let offset = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return bytes;
+}
