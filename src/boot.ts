@@ -85,7 +85,7 @@ export async function startServer(config: Config, opts: { logger?: Logger; liste
       idleTimeout: 255,
       fetch: (req) => app.handle(req),
     });
-    logger.info({ url: server.url.href, database: deps.database.kind, models: deps.registry.list().map((m) => m.id) }, "reelay listening");
+    logger.info({ url: server.url.href, pid: process.pid, database: deps.database.kind, models: deps.registry.list().map((m) => m.id) }, "reelay listening");
   }
 
   let stopping: Promise<void> | null = null;

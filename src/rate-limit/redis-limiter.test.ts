@@ -3,6 +3,8 @@ import Redis from "ioredis";
 import { runLimiterContract } from "./limiter-contract.ts";
 import { createRedisLimiter } from "./redis-limiter.ts";
 import type { LimiterLogger, RateLimiter } from "./types.ts";
+import { freePort } from "../../test/support/harness.ts";
+import { startThrowawayRedis, type ThrowawayRedis } from "../../test/support/throwaway-redis.ts";
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
 const prefix = `reelay-test:${crypto.randomUUID().slice(0, 8)}:`;
@@ -78,7 +80,7 @@ describe("redis limiter", () => {
 
   test("nothing listening: answers from the fallback, degraded, logged once", async () => {
     const { logger, lines } = recordingLogger();
-    const l = createRedisLimiter("redis://127.0.0.1:6391", { prefix, logger });
+    const l = createRedisLimiter(`redis://127.0.0.1:${freePort()}`, { prefix, logger });
     try {
       for (let i = 0; i < 3; i++) expect(await l.consume("down", 1, 2, 60_000)).toMatchObject({ allowed: i < 2 });
       expect(await l.acquireSlot("down", 1, 60_000)).toStartWith("mem:");
@@ -90,20 +92,16 @@ describe("redis limiter", () => {
   });
 });
 
-describe("redis limiter outage and recovery (throwaway redis-server on 6390)", () => {
-  const port = 6390;
-  let server: ReturnType<typeof Bun.spawn> | undefined;
+describe("redis limiter outage and recovery (a redis-server of our own on a free port)", () => {
+  let redis: ThrowawayRedis;
+  let port = 0;
   const start = async () => {
-    server = Bun.spawn(["redis-server", "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdout: "ignore", stderr: "ignore" });
-    const probe = new Redis({ port, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
-    probe.on("error", () => {});
-    await waitFor(async () => probe.connect().then(() => probe.ping().then(() => true), () => false));
-    probe.disconnect();
+    if (!redis) {
+      redis = await startThrowawayRedis();
+      port = redis.port;
+    } else await redis.start();
   };
-  const stop = async () => {
-    server?.kill();
-    await server?.exited;
-  };
+  const stop = () => redis?.stop();
   afterAll(stop);
 
   test("fails open while Redis is down, returns to Redis when it is back", async () => {
@@ -143,7 +141,7 @@ describe("redis limiter outage and recovery (throwaway redis-server on 6390)", (
   }, 20_000);
 
   test("a hung Redis costs one command timeout, then the fallback answers until it responds again", async () => {
-    if (!server || server.exitCode !== null) await start();
+    if (redis?.pid() == null) await start();
     const { logger, lines } = recordingLogger();
     const l = await connected(createRedisLimiter(`redis://127.0.0.1:${port}`, { prefix: `${prefix}hung:`, logger, commandTimeoutMs: 100 }));
     const direct = new Redis({ port });

@@ -8,7 +8,7 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync } from "
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildEchoPlugin } from "../../examples/echo-plugin/build.ts";
-import { compiledBinary, freePort, waitForOk } from "../support/harness.ts";
+import { compiledBinary, freePort, waitForOwnListener } from "../support/harness.ts";
 
 const ADMIN = "plugin-binary-admin-token-0123";
 let root: string;
@@ -45,11 +45,7 @@ async function serve(name: string, extraEnv: Record<string, string>) {
   });
   procs.push(proc);
   const url = `http://127.0.0.1:${port}`;
-  try {
-    await waitForOk(`${url}/healthz`, 60_000);
-  } catch (e) {
-    throw new Error(`${(e as Error).message}\n${readFileSync(log, "utf8")}${existsSync(log + ".err") ? readFileSync(log + ".err", "utf8") : ""}`);
-  }
+  await waitForOwnListener(proc, port, () => (existsSync(log) ? readFileSync(log, "utf8") : "") + (existsSync(log + ".err") ? readFileSync(log + ".err", "utf8") : ""), 60_000);
   const admin = { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" };
   const acct = (await (await fetch(`${url}/admin/accounts`, { method: "POST", headers: admin, body: JSON.stringify({ name: "ext", credits: 5_000_000 }) })).json()) as { id: string };
   const key = (await (await fetch(`${url}/admin/accounts/${acct.id}/keys`, { method: "POST", headers: admin, body: JSON.stringify({ name: "k" }) })).json()) as { key: string };

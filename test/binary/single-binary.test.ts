@@ -8,7 +8,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { copyFileSync, existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { compiledBinary, freePort, waitForOk } from "../support/harness.ts";
+import { compiledBinary, freePort, waitForOwnListener } from "../support/harness.ts";
 
 const ADMIN = "binary-test-admin-token-0123";
 let dir: string;
@@ -31,7 +31,7 @@ function cli(...args: string[]) {
 function serve(port: number) {
   const logFile = join(dir, `serve-${port}.log`);
   const proc = Bun.spawn([bin, "serve"], { cwd: dir, env: env(port), stdout: Bun.file(logFile), stderr: Bun.file(logFile + ".err") });
-  return { proc, url: `http://127.0.0.1:${port}`, log: () => readFileSync(logFile, "utf8") + (existsSync(logFile + ".err") ? readFileSync(logFile + ".err", "utf8") : "") };
+  return { proc, url: `http://127.0.0.1:${port}`, log: () => (existsSync(logFile) ? readFileSync(logFile, "utf8") : "") + (existsSync(logFile + ".err") ? readFileSync(logFile + ".err", "utf8") : "") };
 }
 
 let account: string;
@@ -64,7 +64,7 @@ test("serves the API and the offline docs UI, then stops gracefully on SIGTERM",
   const port = freePort();
   const s = serve(port);
   try {
-    await waitForOk(s.url + "/healthz", 90_000);
+    await waitForOwnListener(s.proc, port, s.log, 90_000);
     const ready = await (await fetch(s.url + "/readyz")).json();
     expect(ready.status).toBe("ready");
     expect(ready.checks[0].detail).toBe("pglite");

@@ -3,7 +3,7 @@
  * SIGTERM, several instances on one database or one Redis, and the log lines on stdout.
  */
 import type { Subprocess } from "bun";
-import { ADMIN_TOKEN, freePort } from "./harness.ts";
+import { ADMIN_TOKEN, freePort, waitForOwnListener } from "./harness.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 
@@ -50,15 +50,11 @@ export async function spawnServer(env: Record<string, string>): Promise<ChildSer
   };
   const pumps = Promise.all([pump(proc.stdout, (s) => (out += s)), pump(proc.stderr, (s) => (err += s))]).catch(() => {});
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    if (proc.exitCode !== null) throw new Error(`reelay exited with ${proc.exitCode} during boot:\n${out}\n${err}`);
-    if (await fetch(url + "/healthz").then((r) => r.ok, () => false)) break;
-    if (Date.now() > deadline) {
-      proc.kill(9);
-      throw new Error(`reelay did not start within 30 s:\n${out}\n${err}`);
-    }
-    await Bun.sleep(50);
+  try {
+    await waitForOwnListener(proc, port, () => out + err, 30_000);
+  } catch (e) {
+    proc.kill(9);
+    throw e;
   }
   return {
     url,

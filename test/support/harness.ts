@@ -100,6 +100,30 @@ export function freePort(): number {
   return port;
 }
 
+/**
+ * Wait until the child `pid` logs "reelay listening" on `port` (the line carries its pid), then
+ * until /healthz answers: a fixed or reused port held by another process is never mistaken for
+ * ours, and a child that exits (port taken, bad config) fails at once with its output.
+ */
+export async function waitForOwnListener(child: { pid: number; exitCode: number | null }, port: number, output: () => string, timeoutMs = 60_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  const listening = () =>
+    output().split("\n").some((l) => {
+      try {
+        const j = JSON.parse(l) as { msg?: string; pid?: number; url?: string };
+        return j.msg === "reelay listening" && j.pid === child.pid && new URL(j.url!).port === String(port);
+      } catch {
+        return false;
+      }
+    });
+  while (!listening()) {
+    if (child.exitCode !== null) throw new Error(`pid ${child.pid} exited with ${child.exitCode} before listening on ${port}:\n${output()}`);
+    if (Date.now() > end) throw new Error(`pid ${child.pid} did not log "reelay listening" on port ${port} within ${timeoutMs} ms:\n${output()}`);
+    await Bun.sleep(50);
+  }
+  await waitForOk(`http://127.0.0.1:${port}/healthz`, Math.max(1000, end - Date.now()));
+}
+
 /** Wait until `url` answers 200, or throw after `timeoutMs`. */
 export async function waitForOk(url: string, timeoutMs = 60_000): Promise<void> {
   const end = Date.now() + timeoutMs;
