@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { encode as encodePng } from "fast-png";
 import { decodeImage, ImageDecodeError, sniffImageType } from "./decode-image.ts";
+import { ffmpegImage, type GeneratedFormat } from "./ffmpeg-image.test-helper.ts";
 
 const fixture = (name: string) => Bun.file(new URL(`./fixtures/${name}`, import.meta.url)).bytes();
 
@@ -116,5 +117,33 @@ describe("decodeImage", () => {
     const bytes = await fixture("rgb.png");
     await expect(decodeImage(bytes, { maxPixels: 64 * 48 - 1 })).rejects.toBeInstanceOf(ImageDecodeError);
     expect((await decodeImage(bytes, { maxPixels: 64 * 48 })).width).toBe(64);
+  });
+
+  describe("camera-sized images inside the 4096x4096 source limit decode", () => {
+    const limit = 4096 * 4096;
+    const cases: Array<[number, number, GeneratedFormat]> = [
+      [4096, 4096, "jpeg-444"],
+      [4096, 4096, "jpeg-420"],
+      [4032, 3024, "jpeg-420"], // a 12 MP phone photo
+      [3000, 2250, "jpeg-420"],
+      [4096, 4096, "png"],
+      [4096, 4096, "webp"],
+    ];
+    for (const [w, h, format] of cases) {
+      test(`${w}x${h} ${format}`, async () => {
+        const img = await decodeImage(await ffmpegImage(w, h, format), { maxPixels: limit });
+        expect({ width: img.width, height: img.height, bytes: img.rgba.length }).toEqual({ width: w, height: h, bytes: w * h * 4 });
+        // testsrc2 is not flat: the top-left and the centre differ
+        const centre = ((h >> 1) * w + (w >> 1)) * 4;
+        expect([img.rgba[centre], img.rgba[centre + 1], img.rgba[centre + 2]]).not.toEqual([img.rgba[0], img.rgba[1], img.rgba[2]]);
+      }, 30_000);
+    }
+
+    test("one row beyond the limit: too_large, and the message names the limit", async () => {
+      const err = await decodeImage(await ffmpegImage(4096, 4097, "jpeg-444"), { maxPixels: limit }).then(() => null, (e) => e);
+      expect(err).toBeInstanceOf(ImageDecodeError);
+      expect(err.code).toBe("too_large");
+      expect(err.message).toBe("image is 4096x4097 (16781312 pixels); the limit is 16777216 pixels (4096x4096)");
+    });
   });
 });

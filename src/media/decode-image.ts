@@ -50,6 +50,10 @@ export async function decodeImage(bytes: Uint8Array, opts: DecodeImageOptions = 
     else image = await decodeWebpRgba(bytes);
   } catch (err) {
     if (err instanceof ImageDecodeError) throw err;
+    // a decoder's own memory/resolution guard is a size refusal, not corruption
+    if (/max(MemoryUsageInMB|ResolutionInMP)/.test(String((err as Error)?.message))) {
+      throw new ImageDecodeError("too_large", `image is ${size.width}x${size.height}; it needs more decoder memory than the limit of ${describePixelLimit(maxPixels)} allows`, { cause: err });
+    }
     throw new ImageDecodeError("corrupt", `${mime} could not be decoded`, { cause: err });
   }
   if (!image) throw new ImageDecodeError("corrupt", `${mime} could not be decoded`);
@@ -61,16 +65,31 @@ export async function decodeImage(bytes: Uint8Array, opts: DecodeImageOptions = 
 function checkSize(width: number, height: number, maxPixels: number): void {
   if (width < 1 || height < 1) throw new ImageDecodeError("corrupt", `image has no pixels (${width}x${height})`);
   if (width * height > maxPixels) {
-    throw new ImageDecodeError("too_large", `image is ${width}x${height}; the limit is ${maxPixels} pixels`);
+    throw new ImageDecodeError("too_large", `image is ${width}x${height} (${width * height} pixels); the limit is ${describePixelLimit(maxPixels)}`);
   }
 }
+
+/** "16777216 pixels (4096x4096)" for a square limit, "40000000 pixels" otherwise */
+export function describePixelLimit(maxPixels: number): string {
+  const side = Math.sqrt(maxPixels);
+  return Number.isInteger(side) ? `${maxPixels} pixels (${side}x${side})` : `${maxPixels} pixels`;
+}
+
+/**
+ * jpeg-js counts what it allocates against `maxMemoryUsageInMB`: per pixel and component 4 bytes of
+ * Int32 DCT blocks, 1 of output lines and 1 of the joined planes, then 4 of RGBA. Measured: 22.1
+ * bytes/px for a 4096x4096 4:4:4 JPEG, 14.5 for a 4032x3024 4:2:0 phone photo; CMYK is 28, and MCU
+ * padding adds a little. 32 bytes/px covers every JPEG inside the pixel limit (the old 8 bytes/px
+ * refused ordinary phone photos as "could not be decoded").
+ */
+const JPEG_DECODER_BYTES_PER_PIXEL = 32;
 
 function jpegToRgba(bytes: Uint8Array, maxPixels: number): DecodedImage {
   const out = jpeg.decode(bytes, {
     useTArray: true,
     formatAsRGBA: true,
     maxResolutionInMP: maxPixels / 1_000_000,
-    maxMemoryUsageInMB: Math.ceil((maxPixels * 4 * 2) / 1_000_000),
+    maxMemoryUsageInMB: Math.ceil((maxPixels * JPEG_DECODER_BYTES_PER_PIXEL) / (1024 * 1024)),
   });
   return { width: out.width, height: out.height, rgba: out.data as Uint8Array };
 }

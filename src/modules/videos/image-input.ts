@@ -4,7 +4,7 @@
  * at submit instead of a failed job later; only the original bytes are stored.
  */
 import { badRequest, tooLarge } from "../../errors.ts";
-import { decodeImage, ImageDecodeError, sniffImageType, type ImageMime } from "../../media/index.ts";
+import { decodeImage, describePixelLimit, ImageDecodeError, sniffImageType, type ImageMime } from "../../media/index.ts";
 import { readImageSize } from "../../media/image-header.ts";
 import { safeFetchBytes, SafeFetchError } from "../../net/safe-fetch.ts";
 
@@ -62,7 +62,7 @@ async function validated(bytes: Uint8Array, param: "image" | "image_url"): Promi
   if (!mime) throw badRequest(`'${param}' is not a PNG, JPEG or WebP image.`, param, "invalid_image");
   const size = readImageSize(bytes, mime);
   if (!size) throw badRequest(`'${param}' is not a readable ${mime} image (header truncated or malformed).`, param, "invalid_image");
-  if (size.width * size.height > MAX_SOURCE_PIXELS) throw tooLarge(`'${param}' is ${size.width}x${size.height}; the limit is ${MAX_SOURCE_PIXELS} pixels.`, param);
+  if (size.width * size.height > MAX_SOURCE_PIXELS) throw tooLarge(`'${param}' is ${size.width}x${size.height} (${size.width * size.height} pixels); the limit is ${describePixelLimit(MAX_SOURCE_PIXELS)}.`, param);
   try {
     await decodeImage(bytes, { maxPixels: MAX_SOURCE_PIXELS });
   } catch (e) {

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startTestServer, type TestServer } from "../../../test/support/harness.ts";
 import { client, pngBase64, PRICE_PER_SECOND, scriptedEnv } from "../../../test/videos/support.ts";
+import { ffmpegImage, type GeneratedFormat } from "../../media/ffmpeg-image.test-helper.ts";
 import { ffprobe } from "../../media/ffprobe.test-helper.ts";
 
 let s: TestServer;
@@ -133,6 +134,19 @@ describe("submit validation", () => {
     expect(res.status).toBe(413);
     expect(((await res.json()) as any).error.param).toBe("image");
   });
+
+  test("photos inside the 4096x4096 limit are accepted (12 MP phone JPEG, 4096x4096 JPEG/PNG/WebP); one row more → 413 naming the limit", async () => {
+    const c = await s.newClient();
+    const api = client(s.url, c.key);
+    const inside: Array<[number, number, GeneratedFormat]> = [[4032, 3024, "jpeg-420"], [4096, 4096, "jpeg-444"], [4096, 4096, "png"], [4096, 4096, "webp"]];
+    for (const [w, h, format] of inside) {
+      const res = await api.submit({ ...base, image: Buffer.from(await ffmpegImage(w, h, format)).toString("base64") });
+      expect({ image: `${w}x${h} ${format}`, status: res.status }).toEqual({ image: `${w}x${h} ${format}`, status: 202 });
+    }
+    const res = await api.submit({ ...base, image: Buffer.from(await ffmpegImage(4097, 4096, "jpeg-444")).toString("base64") });
+    expect(res.status).toBe(413);
+    expect(((await res.json()) as any).error).toMatchObject({ param: "image", message: "'image' is 4097x4096 (16781312 pixels); the limit is 16777216 pixels (4096x4096)." });
+  }, 60_000);
 
   test("defaults: seconds 5, size 480x832, a random seed that is stored", async () => {
     const c = await s.newClient();
