@@ -5,7 +5,7 @@
 import type { Principal } from "../../auth/authenticate-key.ts";
 import { hold } from "../../billing/index.ts";
 import type { AppDeps } from "../../deps.ts";
-import { resolveModel } from "../../http/require-key.ts";
+import { resolveModel } from "../../registry/resolve-model.ts";
 import type { RequestFacts } from "../../ops/hooks.ts";
 import type { ChatCapability, TokenUsage } from "../../plugin-sdk/index.ts";
 import type { RegisteredModel } from "../../registry/model-registry.ts";

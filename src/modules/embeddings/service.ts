@@ -7,7 +7,7 @@ import { hold, release, settle } from "../../billing/index.ts";
 import type { AppDeps } from "../../deps.ts";
 import { ApiError, badRequest } from "../../errors.ts";
 import { apiErrorFromPlugin } from "../../http/plugin-errors.ts";
-import { resolveModel } from "../../http/require-key.ts";
+import { resolveModel } from "../../registry/resolve-model.ts";
 import type { EmbeddingsCapability, EmbeddingsResult } from "../../plugin-sdk/index.ts";
 import { PluginError } from "../../plugin-sdk/index.ts";
 import type { RegisteredModel } from "../../registry/model-registry.ts";

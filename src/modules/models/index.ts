@@ -6,11 +6,19 @@ import { requireKey } from "../../http/require-key.ts";
 import { keyMayUse, type RegisteredModel } from "../../registry/model-registry.ts";
 
 const Model = t.Object(
-  { id: t.String(), object: t.Literal("model"), created: t.Integer(), owned_by: t.String() },
-  { examples: [{ id: "use-lite", object: "model", created: 1763760000, owned_by: "reelay" }] },
+  {
+    id: t.String(),
+    object: t.Literal("model"),
+    created: t.Integer(),
+    owned_by: t.String(),
+    capabilities: t.Array(t.Union([t.Literal("chat"), t.Literal("embeddings"), t.Literal("video")]), {
+      description: "What the model serves (an extension to OpenAI's model object): chat → POST /v1/chat/completions, embeddings → POST /v1/embeddings, video → POST /v1/videos/generations.",
+    }),
+  },
+  { examples: [{ id: "use-lite", object: "model", created: 1763760000, owned_by: "reelay", capabilities: ["embeddings"] }] },
 );
 
-const view = (m: RegisteredModel) => ({ id: m.id, object: "model" as const, created: m.createdAt, owned_by: m.ownedBy });
+const view = (m: RegisteredModel) => ({ id: m.id, object: "model" as const, created: m.createdAt, owned_by: m.ownedBy, capabilities: m.capabilities });
 
 /** GET /v1/models: the models this key may use, in OpenAI's list shape. */
 export const modelRoutes = (deps: AppDeps) =>

@@ -10,7 +10,7 @@ import { hold, randomId } from "../../billing/index.ts";
 import { query, type Tx } from "../../db/index.ts";
 import type { AppDeps } from "../../deps.ts";
 import { ApiError, badRequest } from "../../errors.ts";
-import { resolveModel } from "../../http/require-key.ts";
+import { resolveModel } from "../../registry/resolve-model.ts";
 import { readSourceImage } from "./image-input.ts";
 import type { SubmitBody, VideoSize } from "./model.ts";
 import { loadJob, videoExpired, type JobRow } from "./poll.ts";
