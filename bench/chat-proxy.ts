@@ -143,7 +143,7 @@ async function main() {
 
   const dir = mkdtempSync(join(tmpdir(), "reelay-chat-bench-"));
   const modelsFile = join(dir, "models.json");
-  writeFileSync(modelsFile, JSON.stringify({ models: [{ id: "bench-chat", plugin: "openai-compatible", options: { baseUrl: upstreamUrl + "/v1", upstreamModel: "bench-upstream" }, pricing: { inputPerMillion: 150_000, outputPerMillion: 600_000 }, maxOutputTokens: 256 }] }));
+  writeFileSync(modelsFile, JSON.stringify({ builtins: false, models: [{ id: "bench-chat", plugin: "openai-compatible", options: { baseUrl: upstreamUrl + "/v1", upstreamModel: "bench-upstream" }, pricing: { inputPerMillion: 150_000, outputPerMillion: 600_000 }, maxOutputTokens: 256 }] }));
   const databaseUrl = await createTestDatabase();
   const admin = "bench-admin-token-0123456789";
   const reelay = Bun.spawn(["bun", "src/main.ts", "serve"], {

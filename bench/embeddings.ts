@@ -22,7 +22,7 @@ const seconds = Number(process.argv[2] ?? 6);
 /** the server's micro-batching window (plugin option batchWindowMs; the plugin's default is 3) */
 const windowMs = Number(process.argv[3] ?? 3);
 const modelsFile = join(mkdtempSync(join(tmpdir(), "reelay-bench-")), "models.json");
-writeFileSync(modelsFile, JSON.stringify({ models: [{ id: "use-lite", plugin: "local-embeddings", pricing: { inputPerMillion: 20_000 }, options: { batchWindowMs: windowMs, maxBatchSize: 64 } }] }));
+writeFileSync(modelsFile, JSON.stringify({ builtins: false, models: [{ id: "use-lite", plugin: "local-embeddings", pricing: { inputPerMillion: 20_000 }, options: { batchWindowMs: windowMs, maxBatchSize: 64 } }] }));
 
 const subjects = ["The committee", "My neighbour", "A small startup", "The old library", "Our support team", "The river", "This new phone", "The orchestra"];
 const verbs = ["announced", "repaired", "questioned", "celebrated", "ignored", "described", "postponed", "improved"];

@@ -19,7 +19,7 @@ const [jobs = 1000, concurrency = 200, runMs = 2000, pollIntervalMs = 1000] = pr
 
 const worker = await startFakeGpuWorker({ queueMs: 0, runMs, maxRenderSeconds: 1 });
 const file = join(mkdtempSync(join(tmpdir(), "reelay-bench-")), "models.json");
-writeFileSync(file, JSON.stringify({ models: [{
+writeFileSync(file, JSON.stringify({ builtins: false, models: [{
   id: "wan-i2v", plugin: "remote-gpu-video", pricing: { perSecond: 1 },
   options: { baseUrl: worker.url, allowPrivateNetwork: true, maxConcurrency: concurrency, pollIntervalMs },
 }] }));

@@ -14,6 +14,7 @@ import type { AppDeps } from "./deps.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import { buildRegistry, resolveModelList } from "./registry/model-registry.ts";
 import { contextFactory } from "./registry/plugin-context.ts";
+import { describeModel } from "./registry/describe-model.ts";
 import { builtinPlugins } from "./registry/builtin-plugins.ts";
 import { hostServices, safeFetchBytes } from "./registry/host-services.ts";
 import { loadExternalPlugins } from "./registry/load-external-plugins.ts";
@@ -54,8 +55,9 @@ export async function buildDeps(config: Config, logger: Logger = createLogger(co
       const dup = names.find((n, i) => names.indexOf(n) !== i);
       throw new Error(`two plugins are named "${dup}"`);
     }
-    const models = resolveModelList(config.models, builtinPlugins, external);
+    const models = resolveModelList(config.models, builtinPlugins, external, config.builtinModels);
     const registry = await buildRegistry(models, plugins, contextFactory({ logger, env: process.env, safeFetchBytes, host: hostServices() }));
+    for (const m of registry.list()) logger.info(describeModel(m), "model served");
     const auth = new KeyAuthenticator(database.db, config.keyCacheMs, (e) => logger.warn({ err: e }, "could not update key last_used_at"));
     return { config, database, registry, logger, auth, tokenBudget: ops?.tokenBudget ?? noTokenBudget, telemetry: ops?.telemetry ?? noTelemetry };
   } catch (e) {

@@ -42,8 +42,10 @@ export interface Config {
   logLevel: "debug" | "info" | "warn" | "error";
   logPretty: boolean;
   modelsFile: string | null;
-  /** null: the built-in default models (local embeddings + preview video) */
+  /** the models file's list (null: no file) */
   models: ModelConfig[] | null;
+  /** serve the built-in plugins' models beside the file's (a file says `builtins: false` to drop them) */
+  builtinModels: boolean;
   pluginsDir: string;
   keyCacheMs: number;
   holdTtlMs: number;
@@ -91,6 +93,7 @@ export function loadConfig(env: Env = process.env): Config {
   const adminToken = str(env, "REELAY_ADMIN_TOKEN");
   if (adminToken && adminToken.length < 16) throw new ConfigError("REELAY_ADMIN_TOKEN", "must be at least 16 characters");
   const modelsFile = str(env, "REELAY_MODELS_FILE");
+  const file = modelsFile ? loadModelsFile(modelsFile) : null;
   const prettyEnv = str(env, "REELAY_LOG_FORMAT");
   if (prettyEnv && !["json", "pretty"].includes(prettyEnv)) throw new ConfigError("REELAY_LOG_FORMAT", "must be json or pretty");
 
@@ -105,7 +108,8 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel,
     logPretty: prettyEnv ? prettyEnv === "pretty" : Boolean(process.stdout.isTTY),
     modelsFile,
-    models: modelsFile ? loadModelsFile(modelsFile) : null,
+    models: file?.models ?? null,
+    builtinModels: file?.builtins ?? true,
     pluginsDir: resolve(str(env, "REELAY_PLUGINS_DIR") ?? resolve(programDir(), "plugins")),
     keyCacheMs: int(env, "REELAY_KEY_CACHE_MS", 5_000, 0, 60_000),
     holdTtlMs: int(env, "REELAY_HOLD_TTL_SECONDS", 900, 1, 86_400) * 1000,
@@ -127,7 +131,13 @@ export function loadConfig(env: Env = process.env): Config {
 
 const PRICE_KEYS = ["inputPerMillion", "outputPerMillion", "perSecond"] as const;
 
-export function loadModelsFile(path: string): ModelConfig[] {
+export interface ModelsFile {
+  models: ModelConfig[];
+  /** keep the built-in models (default true); the file's entries replace built-ins of the same id */
+  builtins: boolean;
+}
+
+export function loadModelsFile(path: string): ModelsFile {
   let text: string;
   try {
     text = readFileSync(path, "utf8");
@@ -140,7 +150,16 @@ export function loadModelsFile(path: string): ModelConfig[] {
   } catch (e) {
     throw new ConfigError("REELAY_MODELS_FILE", `cannot parse ${path}: ${(e as Error).message}`);
   }
-  return parseModels(doc);
+  return parseModelsFile(doc);
+}
+
+export function parseModelsFile(doc: unknown): ModelsFile {
+  if (doc && typeof doc === "object" && !Array.isArray(doc)) {
+    for (const k of Object.keys(doc)) if (!["models", "builtins"].includes(k)) throw new ConfigError(k, "unknown top-level key; expected `models` and optionally `builtins: false`");
+  }
+  const builtins = (doc as { builtins?: unknown })?.builtins ?? true;
+  if (typeof builtins !== "boolean") throw new ConfigError("builtins", "expected true or false");
+  return { models: parseModels(doc), builtins };
 }
 
 export function parseModels(doc: unknown): ModelConfig[] {

@@ -22,7 +22,7 @@ function modelsFile(): string {
     inputMapping: { image: "image:dataUrl", seconds: "seconds" }, staticInput: { model_variant: "wan2.1-i2v-480p" }, ...extra,
   });
   const file = join(mkdtempSync(join(tmpdir(), "reelay-gpu-")), "models.json");
-  writeFileSync(file, JSON.stringify({ models: [
+  writeFileSync(file, JSON.stringify({ builtins: false, models: [
     { id: "wan-i2v", plugin: "remote-gpu-video", options: options(), pricing: { perSecond: PRICE } },
     { id: "wan-i2v-url", plugin: "remote-gpu-video", options: options({ outputPath: "output.video" }), pricing: { perSecond: PRICE } },
   ] }));

@@ -15,6 +15,7 @@ describe("request logs of a running reelay process", () => {
     databaseUrl = await createTestDatabase();
     const modelsFile = `/tmp/reelay-ops-models-${process.pid}-${Date.now()}.json`;
     writeFileSync(modelsFile, JSON.stringify({
+      builtins: false,
       models: [{ id: "chat-test", plugin: "openai-compatible", options: { baseUrl: fake.url, apiKeyEnv: "UPSTREAM_KEY" }, pricing: { inputPerMillion: 1_000_000, outputPerMillion: 2_000_000 } }],
     }));
     proc = await spawnServer({ DATABASE_URL: databaseUrl, REELAY_MODELS_FILE: modelsFile, UPSTREAM_KEY });

@@ -30,11 +30,17 @@ export interface ModelRegistry {
 
 export type ContextFactory = (model: ModelConfig, plugin: ReelayPlugin) => PluginContext;
 
-/** The models to serve: the config file's list, or every built-in plugin's declared models. */
-export function resolveModelList(configured: ModelConfig[] | null, builtin: ReelayPlugin[], external: ReelayPlugin[]): ModelConfig[] {
+/**
+ * The models to serve: the config file's list first (so `models[i]` in errors is the file's entry i),
+ * then the built-in plugins' declared models unless `keepBuiltins` is false (a file entry with a
+ * built-in's id replaces it), then external plugins'.
+ */
+export function resolveModelList(configured: ModelConfig[] | null, builtin: ReelayPlugin[], external: ReelayPlugin[], keepBuiltins = true): ModelConfig[] {
   const fromDecl = (p: ReelayPlugin): ModelConfig[] =>
     (p.models ?? []).map((d) => ({ id: d.id, plugin: p.name, options: d.options ?? {}, pricing: d.pricing, maxOutputTokens: d.maxOutputTokens, contextLength: d.contextLength, ownedBy: d.ownedBy }));
-  const list: ModelConfig[] = configured ? [...configured] : builtin.flatMap(fromDecl);
+  const fileIds = new Set((configured ?? []).map((m) => m.id));
+  const builtins = keepBuiltins ? builtin.flatMap(fromDecl).filter((m) => !fileIds.has(m.id)) : [];
+  const list: ModelConfig[] = [...(configured ?? []), ...builtins];
   const claimedBy = new Map(list.map((m) => [m.id, m.plugin]));
   for (const p of external) {
     for (const m of fromDecl(p)) {

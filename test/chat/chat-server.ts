@@ -34,6 +34,7 @@ export async function startChatTestServer(): Promise<ChatTestServer> {
   const model = (id: string, options: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
     ({ id, plugin: "openai-compatible", options: { timeouts: TIMEOUTS, ...options }, pricing: PRICING, maxOutputTokens: MAX_OUTPUT, ...extra });
   writeFileSync(file, JSON.stringify({
+    builtins: false,
     models: [
       model("chat-a", { baseUrl: fake.url, upstreamModel: "up-a" }),
       model("chat-running", { baseUrl: fake.url, continuousUsageStats: true }),

@@ -21,7 +21,7 @@ test("SIGTERM finishes the in-flight request, refuses new ones, and exits 0", as
   cleanup.push(() => fake.stop());
   fake.behave({ delayHeadersMs: 1500 });
   const dir = mkdtempSync(join(tmpdir(), "reelay-shutdown-"));
-  writeFileSync(join(dir, "models.json"), JSON.stringify({ models: [{ id: "slow-chat", plugin: "openai-compatible", options: { baseUrl: fake.url }, pricing: { inputPerMillion: 1_000_000, outputPerMillion: 1_000_000 }, maxOutputTokens: 8 }] }));
+  writeFileSync(join(dir, "models.json"), JSON.stringify({ builtins: false, models: [{ id: "slow-chat", plugin: "openai-compatible", options: { baseUrl: fake.url }, pricing: { inputPerMillion: 1_000_000, outputPerMillion: 1_000_000 }, maxOutputTokens: 8 }] }));
   const databaseUrl = await createTestDatabase();
   cleanup.push(() => dropDatabase(databaseUrl));
   const server = await spawnServer({ DATABASE_URL: databaseUrl, REELAY_MODELS_FILE: join(dir, "models.json"), REELAY_SHUTDOWN_GRACE_MS: "10000" });

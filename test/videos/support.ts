@@ -14,7 +14,7 @@ export function scriptedEnv(models: Array<{ id: string; options?: Record<string,
   writeFileSync(join(plugins, "index.mjs"), `export { default } from ${JSON.stringify(join(import.meta.dir, "../plugins/scripted-video.ts"))};\n`);
   const list = models.map((m) => ({ id: m.id, plugin: "scripted-video", options: m.options ?? {}, pricing: { perSecond: m.perSecond ?? PRICE_PER_SECOND } }));
   if (withPreview) list.push({ id: "preview-motion", plugin: "preview-video", options: {}, pricing: { perSecond: PRICE_PER_SECOND } });
-  writeFileSync(join(dir, "models.json"), JSON.stringify({ models: list }));
+  writeFileSync(join(dir, "models.json"), JSON.stringify({ builtins: false, models: list }));
   return { REELAY_PLUGINS_DIR: plugins, REELAY_MODELS_FILE: join(dir, "models.json") };
 }
 

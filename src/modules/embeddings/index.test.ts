@@ -25,6 +25,7 @@ beforeAll(async () => {
   const dir = mkdtempSync(join(tmpdir(), "reelay-emb-"));
   const modelsFile = join(dir, "models.json");
   writeFileSync(modelsFile, JSON.stringify({
+    builtins: false,
     models: [
       { id: "use-lite", plugin: "local-embeddings", pricing: { inputPerMillion: LOCAL_PRICE } },
       { id: "pt-embed", plugin: "openai-compatible", pricing: { inputPerMillion: PT_PRICE },
