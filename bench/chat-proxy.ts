@@ -1,96 +1,46 @@
 /**
- * Chat proxy overhead (issue 4): `bun bench/chat-proxy.ts`
+ * Chat proxy overhead (issues 4 and 12), one command:  bun bench/chat-proxy.ts [--stub-billing] [--profile]
  *
- * Three separate processes next to the load generator: a fast fake upstream (Bun.serve answering a
- * fixed completion), a minimal Bun.serve+fetch pass-through proxy, and reelay (`bun src/main.ts
- * serve`, real Postgres, auth + hold/settle + usage record on every request). In one run:
- *  - non-streamed req/s and p50/p99 with wrk at 32 and 128 connections: (a) direct to the upstream,
- *    (b) through the minimal proxy, (c) through reelay;
- *  - streaming time-to-first-byte at 32 concurrent streams, measured by a Bun client process.
- * Env: BENCH_SECONDS (default 5) per wrk run.
+ * Processes next to the load generator (wrk): a fast fake upstream, a minimal Bun.serve + fetch
+ * pass-through proxy, and reelay (`bun src/main.ts serve`: real Postgres, auth, exact billing with
+ * usage rows, request logs at info level to /dev/null, metrics), once with the in-process limiter
+ * and once with the Redis limiter (a redis-server of its own on a free port). Limits are on (key and
+ * account buckets, RPM and TPM) but high enough never to refuse. In one run:
+ *  - non-streamed req/s, p50/p99 at 32 and 128 connections: direct to the upstream, through the
+ *    minimal proxy, through reelay over 128 accounts (one key each, round-robin) and on one account;
+ *  - CPU per request of the measured server process (utime+stime from /proc/<pid>/stat);
+ *  - streaming time to first byte at 32 concurrent streams;
+ *  - ratios to the minimal proxy of the same run, and the issue-12 targets.
+ * --stub-billing: reelay runs with bench/lib/stub-billing.ts preloaded (hold/settle/release answer
+ * from memory), to separate billing from the rest of the request path.
+ * --profile: reelay runs with `bun --cpu-prof --cpu-prof-md`; the profile paths are printed at the end.
+ * Env: BENCH_SECONDS (default 5) per row, BENCH_CONNS (default "32,128"), BENCH_LIMITERS ("memory,redis").
  */
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { startThrowawayRedis, type ThrowawayRedis } from "../test/support/throwaway-redis.ts";
 import { createTestDatabase, dropDatabase, freePort } from "../test/support/harness.ts";
-import { haveWrk, table, wrk, type LoadResult } from "./lib/wrk.ts";
+import { BODY } from "./lib/chat-roles.ts";
+import { cpuMs } from "./lib/proc-cpu.ts";
+import { haveWrk, table } from "./lib/wrk.ts";
 
-const role = process.argv[2];
-const messages = [{ role: "user", content: "Name three colours." }];
-const BODY = JSON.stringify({ model: "bench-chat", messages, max_tokens: 16 });
-const STREAM_BODY = JSON.stringify({ model: "bench-chat", messages, max_tokens: 16, stream: true });
+const ROOT = join(import.meta.dir, "..");
+const ROLES = join(import.meta.dir, "lib/chat-roles.ts");
+const args = new Set(process.argv.slice(2));
+const stubBilling = args.has("--stub-billing");
+const profile = args.has("--profile");
+const seconds = Number(process.env.BENCH_SECONDS ?? 5);
+const connsList = (process.env.BENCH_CONNS ?? "32,128").split(",").map(Number);
+const limiters = (process.env.BENCH_LIMITERS ?? "memory,redis").split(",") as Array<"memory" | "redis">;
+const ADMIN = "bench-admin-token-0123456789";
 
-if (role === "upstream") await upstream(Number(process.argv[3]));
-else if (role === "proxy") proxy(Number(process.argv[3]), process.argv[4]!);
-else if (role === "ttfb") await ttfb(process.argv[3]!, process.argv[4]!, Number(process.argv[5]), Number(process.argv[6]));
-else await main();
+interface Load { rps: number; p50: number; p99: number; errors: number; requests: number; cpuUsPerReq: number }
+interface Server { name: string; url: string; pid: number; stop(): Promise<void> }
 
-/** The fast fake upstream: a fixed completion, or 6 SSE chunks written at once. */
-async function upstream(port: number) {
-  const completion = JSON.stringify({
-    id: "chatcmpl-bench", object: "chat.completion", created: 1700000000, model: "bench-upstream",
-    choices: [{ index: 0, message: { role: "assistant", content: "Red, green and blue." }, logprobs: null, finish_reason: "stop" }],
-    usage: { prompt_tokens: 12, completion_tokens: 6, total_tokens: 18 },
-  });
-  const chunk = (delta: object, finish: string | null) =>
-    `data: ${JSON.stringify({ id: "chatcmpl-bench", object: "chat.completion.chunk", created: 1700000000, model: "bench-upstream", choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }], usage: null })}\n\n`;
-  const words = ["Red", ",", " green", " and", " blue", "."];
-  const rest = words.slice(1).map((w) => chunk({ content: w }, null)).join("") + chunk({}, "stop") +
-    `data: ${JSON.stringify({ id: "chatcmpl-bench", object: "chat.completion.chunk", created: 1700000000, model: "bench-upstream", choices: [], usage: { prompt_tokens: 12, completion_tokens: 6, total_tokens: 18 } })}\n\ndata: [DONE]\n\n`;
-  const first = chunk({ role: "assistant", content: words[0] }, null);
-  const enc = new TextEncoder();
-  Bun.serve({
-    port, hostname: "127.0.0.1",
-    async fetch(req) {
-      const body = (await req.json()) as { stream?: boolean };
-      if (!body.stream) return new Response(completion, { headers: { "content-type": "application/json" } });
-      return new Response(new ReadableStream({ start(c) { c.enqueue(enc.encode(first)); c.enqueue(enc.encode(rest)); c.close(); } }), { headers: { "content-type": "text/event-stream" } });
-    },
-  });
-  console.log("ready");
-}
-
-/** The minimal pass-through proxy reelay is compared with: no auth, no billing, body streamed back. */
-function proxy(port: number, target: string) {
-  Bun.serve({
-    port, hostname: "127.0.0.1",
-    async fetch(req) {
-      const url = new URL(req.url);
-      const res = await fetch(target + url.pathname, { method: req.method, headers: { "content-type": "application/json" }, body: await req.arrayBuffer() });
-      return new Response(res.body, { status: res.status, headers: { "content-type": res.headers.get("content-type") ?? "application/json" } });
-    },
-  });
-  console.log("ready");
-}
-
-/** `concurrency` loops of streamed requests for `seconds`; prints the time-to-first-byte percentiles. */
-async function ttfb(url: string, keyList: string, concurrency: number, seconds: number) {
-  const samples: number[] = [];
-  const until = performance.now() + seconds * 1000;
-  const keys = keyList.split(",");
-  await Promise.all(Array.from({ length: concurrency }, async (_, i) => {
-    const headers = { "content-type": "application/json", authorization: `Bearer ${keys[i % keys.length]}` };
-    while (performance.now() < until) {
-      const t0 = performance.now();
-      const res = await fetch(url, { method: "POST", headers, body: STREAM_BODY });
-      const reader = res.body!.getReader();
-      const first = await reader.read();
-      samples.push(performance.now() - t0);
-      if (res.status !== 200 || first.done) throw new Error(`stream failed: ${res.status}`);
-      while (!(await reader.read()).done);
-    }
-  }));
-  samples.sort((a, b) => a - b);
-  const pct = (p: number) => samples[Math.min(samples.length - 1, Math.ceil((p / 100) * samples.length) - 1)]!;
-  console.log(JSON.stringify({ n: samples.length, p50: pct(50), p99: pct(99) }));
-}
-
-/**
- * wrk with a different API key per request, round-robin over `keys` (many clients, each with its
- * own account): the realistic load, since one account's hold/settle serialize on its row.
- */
-async function wrkKeys(url: string, connections: number, seconds: number, keys: string[]): Promise<LoadResult> {
-  const dir = mkdtempSync(join(tmpdir(), "wrk-keys-"));
+/** wrk at `connections` for `secs`, the key of each request taken round-robin from `keys`; CPU of `pid` measured around it. */
+async function load(url: string, pid: number, connections: number, secs: number, keys: string[]): Promise<Load> {
+  const dir = mkdtempSync(join(tmpdir(), "wrk-chat-"));
   const script = join(dir, "keys.lua");
   writeFileSync(script, `local keys = {${keys.map((k) => JSON.stringify(k)).join(",")}}
 local i = 0
@@ -100,108 +50,149 @@ request = function()
   return wrk.format("POST", nil, { ["content-type"] = "application/json", ["authorization"] = "Bearer " .. keys[(i % #keys) + 1] }, body)
 end
 done = function(summary, latency, requests)
-  io.write(string.format("RESULT %f %f %f %d\\n", summary.requests / (summary.duration / 1e6), latency:percentile(50) / 1000, latency:percentile(99) / 1000, summary.errors.status + summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout))
+  io.write(string.format("RESULT %f %f %f %d %d\\n", summary.requests / (summary.duration / 1e6), latency:percentile(50) / 1000, latency:percentile(99) / 1000, summary.errors.status + summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout, summary.requests))
 end`);
-  const proc = Bun.spawn(["wrk", "-t", "2", "-c", String(connections), "-d", `${seconds}s`, "--timeout", "10s", "-s", script, url], { stdout: "pipe", stderr: "pipe" });
+  const cpu0 = cpuMs(pid);
+  const proc = Bun.spawn(["wrk", "-t", "2", "-c", String(connections), "-d", `${secs}s`, "--timeout", "10s", "-s", script, url], { stdout: "pipe", stderr: "pipe" });
   const out = await new Response(proc.stdout).text();
   await proc.exited;
-  const m = /RESULT ([\d.]+) ([\d.]+) ([\d.]+) (\d+)/.exec(out);
+  const cpu = cpuMs(pid) - cpu0;
+  const m = /RESULT ([\d.]+) ([\d.]+) ([\d.]+) (\d+) (\d+)/.exec(out);
   if (!m) throw new Error("wrk failed: " + out + (await new Response(proc.stderr).text()));
-  return { rps: Number(m[1]), p50: Number(m[2]), p99: Number(m[3]), errors: Number(m[4]) };
+  const requests = Number(m[5]);
+  return { rps: Number(m[1]), p50: Number(m[2]), p99: Number(m[3]), errors: Number(m[4]), requests, cpuUsPerReq: requests ? (cpu * 1000) / requests : NaN };
 }
 
-function spawnRole(args: string[], env: Record<string, string> = {}) {
-  return Bun.spawn(["bun", import.meta.path, ...args], { stdout: "pipe", stderr: "inherit", env: { ...process.env, ...env } });
-}
-
-async function waitReady(proc: ReturnType<typeof spawnRole>) {
+async function spawnRole(name: string, roleArgs: string[]): Promise<Server> {
+  const proc = Bun.spawn(["bun", ROLES, ...roleArgs], { stdout: "pipe", stderr: "inherit" });
   const reader = proc.stdout.getReader();
   const { value } = await reader.read();
-  if (!new TextDecoder().decode(value).includes("ready")) throw new Error("role did not start");
+  if (!new TextDecoder().decode(value).includes("ready")) throw new Error(`${name} did not start`);
   reader.releaseLock();
+  return { name, url: `http://127.0.0.1:${roleArgs[1]}`, pid: proc.pid, stop: async () => void (proc.kill(), await proc.exited) };
 }
 
-async function waitHttp(url: string) {
-  for (let i = 0; i < 600; i++) {
-    try {
-      if ((await fetch(url)).status === 200) return;
-    } catch {}
+async function spawnReelay(name: string, env: Record<string, string>, profileDir: string): Promise<Server> {
+  const port = freePort();
+  const flags = [...(stubBilling ? ["--preload", join(import.meta.dir, "lib/stub-billing.ts")] : []), ...(profile ? ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}.cpuprofile`] : [])];
+  const proc = Bun.spawn(["bun", ...flags, "src/main.ts", "serve"], {
+    cwd: ROOT, stdout: "ignore", stderr: "inherit",
+    env: {
+      ...process.env, PORT: String(port), HOST: "127.0.0.1", REELAY_ADMIN_TOKEN: ADMIN, REELAY_LOG_LEVEL: "info", REELAY_LOG_FORMAT: "json",
+      REELAY_PLUGINS_DIR: "/nonexistent", REELAY_RATE_RPM: "1000000000", REELAY_RATE_TPM: "1000000000000", ...env,
+    },
+  });
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    if (await fetch(url + "/healthz").then((r) => r.status === 200, () => false)) break;
+    if (i > 600 || proc.exitCode !== null) throw new Error(`${name} did not come up`);
     await Bun.sleep(50);
   }
-  throw new Error(`${url} did not come up`);
+  return { name, url, pid: proc.pid, stop: async () => void (proc.kill("SIGTERM"), await proc.exited) };
 }
+
+async function createKeys(url: string, n: number): Promise<string[]> {
+  const headers = { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" };
+  const keys: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const acct = (await (await fetch(url + "/admin/accounts", { method: "POST", headers, body: JSON.stringify({ name: `bench-${i}`, credits: 1_000_000_000_000 }) })).json()) as { id: string };
+    keys.push(((await (await fetch(url + `/admin/accounts/${acct.id}/keys`, { method: "POST", headers, body: '{"name":"bench"}' })).json()) as { key: string }).key);
+  }
+  return keys;
+}
+
+async function ttfb(url: string, keys: string[]) {
+  const p = Bun.spawn(["bun", ROLES, "ttfb", url, keys.join(","), "32", String(Math.max(2, Math.round(seconds / 2)))], { stdout: "pipe", stderr: "inherit" });
+  const out = await new Response(p.stdout).text();
+  if ((await p.exited) !== 0) throw new Error(`ttfb run against ${url} failed`);
+  return JSON.parse(out.trim().split("\n").at(-1)!) as { n: number; p50: number; p99: number };
+}
+
+const pct = (x: number) => `${x.toFixed(0)}%`;
+const plus = (x: number) => (x >= 0 ? "+" : "") + x.toFixed(2);
 
 async function main() {
   if (!haveWrk()) throw new Error("wrk is not installed: apt-get install -y wrk");
-  const seconds = Number(process.env.BENCH_SECONDS ?? 5);
-  const [upPort, proxyPort, reelayPort] = [freePort(), freePort(), freePort()];
-  const upstreamUrl = `http://127.0.0.1:${upPort}`;
-  const up = spawnRole(["upstream", String(upPort)]);
-  await waitReady(up);
-  const px = spawnRole(["proxy", String(proxyPort), upstreamUrl]);
-  await waitReady(px);
-
-  const dir = mkdtempSync(join(tmpdir(), "reelay-chat-bench-"));
-  const modelsFile = join(dir, "models.json");
-  writeFileSync(modelsFile, JSON.stringify({ builtins: false, models: [{ id: "bench-chat", plugin: "openai-compatible", options: { baseUrl: upstreamUrl + "/v1", upstreamModel: "bench-upstream" }, pricing: { inputPerMillion: 150_000, outputPerMillion: 600_000 }, maxOutputTokens: 256 }] }));
+  const started: Server[] = [];
+  const profileDir = mkdtempSync(join(tmpdir(), "reelay-chat-prof-"));
+  let redis: ThrowawayRedis | null = null;
   const databaseUrl = await createTestDatabase();
-  const admin = "bench-admin-token-0123456789";
-  const reelay = Bun.spawn(["bun", "src/main.ts", "serve"], {
-    cwd: join(import.meta.dir, ".."), stdout: "ignore", stderr: "inherit",
-    env: { ...process.env, PORT: String(reelayPort), HOST: "127.0.0.1", DATABASE_URL: databaseUrl, REELAY_MODELS_FILE: modelsFile, REELAY_ADMIN_TOKEN: admin, REELAY_LOG_LEVEL: "warn", REELAY_LOG_FORMAT: "json", REELAY_RATE_RPM: "0", REELAY_RATE_TPM: "0", REELAY_PLUGINS_DIR: "/nonexistent" },
-  });
-  const reelayUrl = `http://127.0.0.1:${reelayPort}`;
   try {
-    await waitHttp(reelayUrl + "/healthz");
-    const adminHeaders = { authorization: `Bearer ${admin}`, "content-type": "application/json" };
-    const keys: string[] = [];
-    for (let i = 0; i < 128; i++) {
-      const acct = (await (await fetch(reelayUrl + "/admin/accounts", { method: "POST", headers: adminHeaders, body: JSON.stringify({ name: `bench-${i}`, credits: 1_000_000_000_000 }) })).json()) as { id: string };
-      keys.push(((await (await fetch(reelayUrl + `/admin/accounts/${acct.id}/keys`, { method: "POST", headers: adminHeaders, body: '{"name":"bench"}' })).json()) as { key: string }).key);
+    const up = await spawnRole("upstream", ["upstream", String(freePort())]);
+    started.push(up);
+    const px = await spawnRole("minimal proxy", ["proxy", String(freePort()), up.url]);
+    started.push(px);
+    const dir = mkdtempSync(join(tmpdir(), "reelay-chat-bench-"));
+    const modelsFile = join(dir, "models.json");
+    writeFileSync(modelsFile, JSON.stringify({ builtins: false, models: [{ id: "bench-chat", plugin: "openai-compatible", options: { baseUrl: up.url + "/v1", upstreamModel: "bench-upstream" }, pricing: { inputPerMillion: 150_000, outputPerMillion: 600_000 }, maxOutputTokens: 256 }] }));
+    const env = { DATABASE_URL: databaseUrl, REELAY_MODELS_FILE: modelsFile };
+    const reelays: Record<string, Server> = {};
+    for (const limiter of limiters) {
+      if (limiter === "redis") redis = await startThrowawayRedis();
+      // one after the other: two processes migrating one fresh database at once would race
+      reelays[limiter] = await spawnReelay(`reelay-${limiter}`, limiter === "redis" ? { ...env, REDIS_URL: redis!.url } : env, profileDir);
+      started.push(reelays[limiter]!);
     }
-    const key = keys[0]!;
+    const keys = await createKeys(Object.values(reelays)[0]!.url, 128);
 
-    const targets = [
-      { name: "direct", url: upstreamUrl + "/v1/chat/completions" },
-      { name: "minimal proxy", url: `http://127.0.0.1:${proxyPort}/v1/chat/completions` },
-      { name: "reelay", url: reelayUrl + "/v1/chat/completions" },
-    ];
-    const loadTargets = [...targets, { name: "reelay, 1 account", url: reelayUrl + "/v1/chat/completions" }];
-    const headers = { "content-type": "application/json", authorization: `Bearer ${key}` };
     const rows: Array<Array<string | number>> = [];
-    const results: Record<string, { rps: number; p50: number; p99: number }> = {};
-    for (const connections of [32, 128]) {
-      for (const tg of loadTargets) {
-        const run = (s: number) => (tg.name === "reelay" ? wrkKeys(tg.url, connections, s, keys) : wrk(tg.url, { connections, seconds: s, method: "POST", headers, body: BODY }));
-        await run(1); // warm-up
-        const r = await run(seconds);
-        results[`${tg.name}@${connections}`] = r;
-        const base = results[`minimal proxy@${connections}`];
-        rows.push([connections, tg.name, Math.round(r.rps), r.p50, r.p99, r.errors, base && tg.name.startsWith("reelay") ? `${((100 * r.rps) / base.rps).toFixed(0)}%` : "", base && tg.name.startsWith("reelay") ? `+${(r.p50 - base.p50).toFixed(2)} / +${(r.p99 - base.p99).toFixed(2)}` : ""]);
+    const results: Record<string, Load> = {};
+    const path = "/v1/chat/completions";
+    for (const conns of connsList) {
+      const targets: Array<{ name: string; server: Server; keys: string[] }> = [
+        { name: "direct (upstream)", server: up, keys: [keys[0]!] },
+        { name: "minimal proxy", server: px, keys: [keys[0]!] },
+      ];
+      for (const limiter of limiters) {
+        targets.push({ name: `reelay ${limiter}, 128 accounts`, server: reelays[limiter]!, keys });
+        targets.push({ name: `reelay ${limiter}, 1 account`, server: reelays[limiter]!, keys: [keys[0]!] });
+      }
+      for (const tg of targets) {
+        await load(tg.server.url + path, tg.server.pid, conns, 1, tg.keys); // warm-up
+        const r = await load(tg.server.url + path, tg.server.pid, conns, seconds, tg.keys);
+        results[`${tg.name}@${conns}`] = r;
+        const base = results[`minimal proxy@${conns}`]!;
+        const isReelay = tg.name.startsWith("reelay");
+        rows.push([conns, tg.name, Math.round(r.rps), r.p50, r.p99, r.errors, Math.round(r.cpuUsPerReq),
+          isReelay ? pct((100 * r.rps) / base.rps) : "", isReelay ? `${plus(r.p50 - base.p50)} / ${plus(r.p99 - base.p99)}` : ""]);
       }
     }
-    console.log("\nnon-streamed POST /v1/chat/completions (wrk, " + seconds + " s per row; reelay: one key+account per request round-robin over 128, or all on 1 account)\n");
-    console.log(table(["conns", "target", "req/s", "p50 ms", "p99 ms", "errors", "reelay / proxy req/s", "reelay − proxy p50 / p99 ms"], rows));
+    console.log(`\nnon-streamed POST ${path} (wrk, ${seconds} s per row${stubBilling ? "; BILLING STUBBED" : ""})\n`);
+    console.log(table(["conns", "target", "req/s", "p50 ms", "p99 ms", "errors", "server CPU µs/req", "÷ proxy req/s", "− proxy p50 / p99 ms"], rows));
 
     const streamRows: Array<Array<string | number>> = [];
     const ttfbs: Record<string, { n: number; p50: number; p99: number }> = {};
-    for (const tg of targets) {
-      const p = spawnRole(["ttfb", tg.url, keys.slice(0, 32).join(","), "32", String(Math.max(2, Math.round(seconds / 2)))]);
-      const out = await new Response(p.stdout).text();
-      if ((await p.exited) !== 0) throw new Error(`ttfb run against ${tg.name} failed`);
-      ttfbs[tg.name] = JSON.parse(out.trim().split("\n").at(-1)!);
-      const r = ttfbs[tg.name]!;
-      const base = ttfbs["minimal proxy"];
-      streamRows.push([tg.name, r.n, r.p50, r.p99, base && tg.name === "reelay" ? `+${(r.p50 - base.p50).toFixed(2)} / +${(r.p99 - base.p99).toFixed(2)}` : ""]);
+    const streamTargets = [{ name: "direct (upstream)", server: up }, { name: "minimal proxy", server: px }, ...limiters.map((l) => ({ name: `reelay ${l}`, server: reelays[l]! }))];
+    for (const tg of streamTargets) {
+      const r = (ttfbs[tg.name] = await ttfb(tg.server.url + path, keys.slice(0, 32)));
+      const d = ttfbs["direct (upstream)"]!, base = ttfbs["minimal proxy"]!;
+      const isReelay = tg.name.startsWith("reelay");
+      streamRows.push([tg.name, r.n, r.p50, r.p99, isReelay ? `${plus(r.p50 - d.p50)} / ${plus(r.p99 - d.p99)}` : "", isReelay ? `${plus(r.p50 - base.p50)} / ${plus(r.p99 - base.p99)}` : ""]);
     }
-    console.log("\nstreamed: time to first byte at 32 concurrent streams\n");
-    console.log(table(["target", "streams", "p50 ms", "p99 ms", "reelay − proxy p50 / p99 ms"], streamRows));
-    console.log(`\ntargets: reelay ≥ 50% of proxy req/s, added p50 ≤ 1.5 ms and p99 ≤ 5 ms at 32 connections, streaming first-byte overhead ≤ 1.5 ms`);
+    console.log("\nstreamed: time to first byte, 32 concurrent streams (a Bun client process; 32 accounts)\n");
+    console.log(table(["target", "requests", "p50 ms", "p99 ms", "− direct p50 / p99 ms", "− proxy p50 / p99 ms"], streamRows));
+
+    const targetRows: Array<Array<string>> = [];
+    const check = (what: string, goal: string, value: string, ok: boolean) => targetRows.push([what, goal, value, ok ? "met" : "MISSED"]);
+    for (const limiter of limiters) {
+      const base = results["minimal proxy@32"];
+      const many = results[`reelay ${limiter}, 128 accounts@32`], one = results[`reelay ${limiter}, 1 account@32`];
+      if (!base || !many || !one) continue;
+      check(`${limiter}: req/s, 128 accounts, 32 conns`, "≥ 50% of proxy", pct((100 * many.rps) / base.rps), many.rps >= 0.5 * base.rps);
+      check(`${limiter}: req/s, 1 account, 32 conns`, "≥ 40% of proxy", pct((100 * one.rps) / base.rps), one.rps >= 0.4 * base.rps);
+      check(`${limiter}: added p50 / p99, 128 accounts, 32 conns`, "≤ 1.5 / 5 ms", `${plus(many.p50 - base.p50)} / ${plus(many.p99 - base.p99)}`, many.p50 - base.p50 <= 1.5 && many.p99 - base.p99 <= 5);
+      check(`${limiter}: reelay CPU per request (128 accounts, 32 conns)`, "≤ 100 µs", `${Math.round(many.cpuUsPerReq)} µs`, many.cpuUsPerReq <= 100);
+      const s = ttfbs[`reelay ${limiter}`], d = ttfbs["direct (upstream)"];
+      if (s && d) check(`${limiter}: stream first byte added p50 (vs direct)`, "≤ 2 ms", `${plus(s.p50 - d.p50)} ms`, s.p50 - d.p50 <= 2);
+    }
+    console.log("\nissue 12 targets (ratios within this run)\n");
+    console.log(table(["measure", "target", "measured", ""], targetRows));
   } finally {
-    reelay.kill("SIGTERM");
-    await reelay.exited;
-    up.kill();
-    px.kill();
+    for (const s of started.reverse()) await s.stop().catch(() => {});
+    await redis?.stop();
     await dropDatabase(databaseUrl);
   }
+  if (profile) for (const f of readdirSync(profileDir)) console.log(`profile: ${join(profileDir, f)}`);
 }
+
+await main();

@@ -1,0 +1,79 @@
+/**
+ * The processes bench/chat-proxy.ts starts next to reelay, one role each:
+ *   bun bench/lib/chat-roles.ts upstream <port>           a fast fake OpenAI-compatible upstream
+ *   bun bench/lib/chat-roles.ts proxy <port> <target>     the minimal Bun.serve + fetch proxy
+ *   bun bench/lib/chat-roles.ts ttfb <url> <keys> <n> <s> n loops of streamed requests, prints TTFB
+ * upstream and proxy print "ready" once listening.
+ */
+export const messages = [{ role: "user", content: "Name three colours." }];
+export const BODY = JSON.stringify({ model: "bench-chat", messages, max_tokens: 16 });
+export const STREAM_BODY = JSON.stringify({ model: "bench-chat", messages, max_tokens: 16, stream: true });
+
+if (import.meta.main) {
+  const [role, a, b, c, d] = process.argv.slice(2);
+  if (role === "upstream") upstream(Number(a));
+  else if (role === "proxy") proxy(Number(a), b!);
+  else if (role === "ttfb") await ttfb(a!, b!, Number(c), Number(d));
+  else throw new Error(`unknown role ${role}`);
+}
+
+/** A fixed completion, or 6 SSE chunks + usage + [DONE] written at once. */
+function upstream(port: number) {
+  const completion = JSON.stringify({
+    id: "chatcmpl-bench", object: "chat.completion", created: 1700000000, model: "bench-upstream",
+    choices: [{ index: 0, message: { role: "assistant", content: "Red, green and blue." }, logprobs: null, finish_reason: "stop" }],
+    usage: { prompt_tokens: 12, completion_tokens: 6, total_tokens: 18 },
+  });
+  const chunk = (delta: object, finish: string | null) =>
+    `data: ${JSON.stringify({ id: "chatcmpl-bench", object: "chat.completion.chunk", created: 1700000000, model: "bench-upstream", choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }], usage: null })}\n\n`;
+  const words = ["Red", ",", " green", " and", " blue", "."];
+  const rest = words.slice(1).map((w) => chunk({ content: w }, null)).join("") + chunk({}, "stop") +
+    `data: ${JSON.stringify({ id: "chatcmpl-bench", object: "chat.completion.chunk", created: 1700000000, model: "bench-upstream", choices: [], usage: { prompt_tokens: 12, completion_tokens: 6, total_tokens: 18 } })}\n\ndata: [DONE]\n\n`;
+  const enc = new TextEncoder();
+  const first = enc.encode(chunk({ role: "assistant", content: words[0] }, null));
+  const tail = enc.encode(rest);
+  Bun.serve({
+    port, hostname: "127.0.0.1",
+    async fetch(req) {
+      const body = (await req.json()) as { stream?: boolean };
+      if (!body.stream) return new Response(completion, { headers: { "content-type": "application/json" } });
+      return new Response(new ReadableStream({ start(ctl) { ctl.enqueue(first); ctl.enqueue(tail); ctl.close(); } }), { headers: { "content-type": "text/event-stream" } });
+    },
+  });
+  console.log("ready");
+}
+
+/** What reelay is compared with: no auth, no billing, no logs; the answer body streamed back. */
+function proxy(port: number, target: string) {
+  Bun.serve({
+    port, hostname: "127.0.0.1",
+    async fetch(req) {
+      const url = new URL(req.url);
+      const res = await fetch(target + url.pathname, { method: req.method, headers: { "content-type": "application/json" }, body: await req.arrayBuffer() });
+      return new Response(res.body, { status: res.status, headers: { "content-type": res.headers.get("content-type") ?? "application/json" } });
+    },
+  });
+  console.log("ready");
+}
+
+/** `concurrency` loops of streamed requests for `seconds`; prints {n, p50, p99} of the time to first byte (ms). */
+async function ttfb(url: string, keyList: string, concurrency: number, seconds: number) {
+  const samples: number[] = [];
+  const until = performance.now() + seconds * 1000;
+  const keys = keyList.split(",");
+  await Promise.all(Array.from({ length: concurrency }, async (_, i) => {
+    const headers = { "content-type": "application/json", authorization: `Bearer ${keys[i % keys.length]}` };
+    while (performance.now() < until) {
+      const t0 = performance.now();
+      const res = await fetch(url, { method: "POST", headers, body: STREAM_BODY });
+      const reader = res.body!.getReader();
+      const first = await reader.read();
+      samples.push(performance.now() - t0);
+      if (res.status !== 200 || first.done) throw new Error(`stream failed: ${res.status}`);
+      while (!(await reader.read()).done);
+    }
+  }));
+  samples.sort((x, y) => x - y);
+  const pct = (p: number) => samples[Math.min(samples.length - 1, Math.ceil((p / 100) * samples.length) - 1)]!;
+  console.log(JSON.stringify({ n: samples.length, p50: pct(50), p99: pct(99) }));
+}
