@@ -1,6 +1,8 @@
 /**
  * createApp(deps): the whole HTTP surface as an Elysia app, without listening, so tests build it
- * directly. Cross-cutting behaviour lives here: request ids, body limits, the error envelope.
+ * directly. Cross-cutting behaviour lives here: request ids, body limits, the error envelope, the
+ * request log (one line + request metrics per request). API-key routes authenticate and count the
+ * request against the rate limits in one step of their own: requireKey (http/require-key.ts).
  */
 import { Elysia } from "elysia";
 import type { AppDeps } from "./deps.ts";
@@ -16,20 +18,16 @@ import { modelRoutes } from "./modules/models/index.ts";
 import { chatRoutes } from "./modules/chat/index.ts";
 import { embeddingsRoutes } from "./modules/embeddings/index.ts";
 import { videoRoutes } from "./modules/videos/index.ts";
-import type { Ops } from "./ops/index.ts";
+import { metricsRoutes, usageRoutes } from "./ops/routes.ts";
 
-export interface AppExtensions {
-  /** operations: rate limits, metrics, request logs, usage views (absent in some unit tests) */
-  ops?: Pick<Ops, "requestHooks" | "routes" | "readinessChecks">;
-}
-
-export function createApp(deps: AppDeps, ext: AppExtensions = {}) {
+export function createApp(deps: AppDeps) {
   let methodsFor: (path: string) => string[] = () => [];
   const app = new Elysia()
     .onRequest(({ request, set }) => {
       // Always reelay's own id, never the client's: it is also the billing reference of the
       // request (one hold per reference), so a client reusing an id must not collide.
       set.headers["x-request-id"] = randomId("req", 16);
+      deps.requestLog.begin(request);
       const length = Number(request.headers.get("content-length") ?? 0);
       if (length > deps.config.maxBodyBytes) throw tooLarge(`Request body of ${length} bytes exceeds the limit of ${deps.config.maxBodyBytes} bytes.`);
     })
@@ -41,16 +39,23 @@ export function createApp(deps: AppDeps, ext: AppExtensions = {}) {
       set.headers["content-type"] = "application/json";
       return JSON.stringify(err.toJSON());
     })
-    .use(ext.ops ? ext.ops.requestHooks(deps) : new Elysia())
+    .onAfterResponse({ as: "global" }, (ctx) => {
+      const { request, set } = ctx;
+      const response = (ctx as { response?: unknown }).response;
+      const status = response instanceof Response ? response.status : typeof set.status === "number" ? set.status : 200;
+      const route = (ctx as { route?: string }).route ?? "unmatched";
+      deps.requestLog.end(request, { requestId: String(set.headers["x-request-id"] ?? ""), method: request.method, route, path: ctx.path, status }, deps.registry);
+    })
     .use(docs())
-    .use(healthRoutes(deps, ext.ops?.readinessChecks))
+    .use(healthRoutes(deps, deps.readinessChecks))
     .use(modelRoutes(deps))
     .use(accountRoutes(deps))
     .use(adminRoutes(deps))
     .use(chatRoutes(deps))
     .use(embeddingsRoutes(deps))
-    .use(videoRoutes(deps));
-  for (const m of ext.ops?.routes(deps) ?? []) app.use(m);
+    .use(videoRoutes(deps))
+    .use(usageRoutes(deps));
+  if (deps.metrics) app.use(metricsRoutes(deps, deps.metrics));
   methodsFor = routeMethodIndex(app.routes);
   return app;
 }

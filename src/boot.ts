@@ -19,8 +19,8 @@ import { builtinPlugins } from "./registry/builtin-plugins.ts";
 import { hostServices, safeFetchBytes } from "./registry/host-services.ts";
 import { loadExternalPlugins } from "./registry/load-external-plugins.ts";
 import { lockDataDir } from "./db/data-dir-lock.ts";
-import { noTelemetry, noTokenBudget } from "./ops/hooks.ts";
-import { createOps, type Ops } from "./ops/index.ts";
+import { noOps, type OpsParts } from "./ops/hooks.ts";
+import { createOps } from "./ops/index.ts";
 import { videoBackgroundTasks } from "./modules/videos/index.ts";
 
 export interface Running {
@@ -45,7 +45,8 @@ export async function openAndMigrate(config: Config, logger: Logger) {
   return database;
 }
 
-export async function buildDeps(config: Config, logger: Logger = createLogger(config), ops?: Pick<Ops, "tokenBudget" | "telemetry">): Promise<AppDeps> {
+/** The app's dependencies; `ops` defaults to the no-op parts (no limits, logs or metrics). */
+export async function buildDeps(config: Config, logger: Logger = createLogger(config), ops: OpsParts = noOps): Promise<AppDeps> {
   const database = await openAndMigrate(config, logger);
   try {
     const external = await loadExternalPlugins(config.pluginsDir, logger);
@@ -59,7 +60,8 @@ export async function buildDeps(config: Config, logger: Logger = createLogger(co
     const registry = await buildRegistry(models, plugins, contextFactory({ logger, env: process.env, safeFetchBytes, host: hostServices() }));
     for (const m of registry.list()) logger.info(describeModel(m), "model served");
     const auth = new KeyAuthenticator(database.db, config.keyCacheMs, (e) => logger.warn({ err: e }, "could not update key last_used_at"));
-    return { config, database, registry, logger, auth, tokenBudget: ops?.tokenBudget ?? noTokenBudget, telemetry: ops?.telemetry ?? noTelemetry };
+    const { requestLimit, tokenBudget, telemetry, requestLog, metrics, readinessChecks } = ops;
+    return { config, database, registry, logger, auth, requestLimit, tokenBudget, telemetry, requestLog, metrics, readinessChecks };
   } catch (e) {
     await database.close();
     throw e;
@@ -70,7 +72,7 @@ export async function startServer(config: Config, opts: { logger?: Logger; liste
   const logger = opts.logger ?? createLogger(config);
   const ops = await createOps(config, logger);
   const deps = await buildDeps(config, logger, ops);
-  const app = createApp(deps, { ops });
+  const app = createApp(deps);
   const tasks: BackgroundTask[] = [every(config.holdSweepIntervalMs, async () => {
     const n = await sweepExpiredHolds(deps.database.db);
     if (n) logger.warn({ released: n }, "released expired holds of requests that never finished");

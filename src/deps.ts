@@ -3,17 +3,17 @@ import type { Config } from "./config.ts";
 import type { Database } from "./db/index.ts";
 import type { Logger } from "./logger.ts";
 import type { ModelRegistry } from "./registry/model-registry.ts";
-import type { Telemetry, TokenBudget } from "./ops/hooks.ts";
+import type { OpsParts } from "./ops/hooks.ts";
 
-/** Everything a route module may use; built once in main.ts (or by a test) and passed in. */
-export interface AppDeps {
+/**
+ * Everything a route module may use; built once by boot (or by a test) and passed in. The ops parts
+ * (request and token limits, telemetry, the request log, /metrics, readiness checks) come from
+ * createOps, or the no-op defaults of ops/hooks.ts.
+ */
+export interface AppDeps extends OpsParts {
   config: Config;
   database: Database;
   registry: ModelRegistry;
   logger: Logger;
   auth: KeyAuthenticator;
-  /** tokens-per-minute limits (no-op unless the ops module provides one) */
-  tokenBudget: TokenBudget;
-  /** metrics hooks (no-op unless the ops module provides them) */
-  telemetry: Telemetry;
 }

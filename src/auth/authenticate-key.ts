@@ -31,17 +31,13 @@ const TOUCH_INTERVAL_MS = 60_000;
 
 export class KeyAuthenticator {
   private cache = new Map<string, CacheEntry>();
-  /** one answer per request: the rate-limit hook and the route both ask, the key is hashed once */
-  private perRequest = new WeakMap<Request, Promise<Principal>>();
   private touched = new Map<string, number>();
 
   constructor(private db: Db, private cacheMs: number, private onError: (err: unknown) => void = () => {}) {}
 
-  /** The principal of a request (its Authorization header), computed once per request. */
+  /** The principal of a request (its Authorization header); requireKey asks once per request. */
   authenticateRequest(request: Request): Promise<Principal> {
-    let p = this.perRequest.get(request);
-    if (!p) this.perRequest.set(request, (p = this.authenticate(request.headers.get("authorization"))));
-    return p;
+    return this.authenticate(request.headers.get("authorization"));
   }
 
   /** Resolve an Authorization header to a principal, or throw 401. */

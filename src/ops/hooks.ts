@@ -1,9 +1,19 @@
 /**
- * The seams between feature routes and operations (rate limits, metrics, request logs).
- * Feature routes call these; the ops module provides the real implementations at boot.
- * The defaults do nothing, so a route works (and is testable) without the ops module.
+ * The seams between the HTTP surface and operations (rate limits, metrics, request logs, readiness).
+ * `createOps` (ops/index.ts) provides the real implementations; boot puts them into AppDeps. The
+ * defaults here do nothing, so an app built without the ops module (unit tests) still works.
  */
 import type { Principal } from "../auth/authenticate-key.ts";
+import type { Db } from "../db/index.ts";
+
+export interface RequestLimit {
+  /**
+   * Count one request against the key's (and account's) requests-per-minute limit. Throws an
+   * ApiError 429 (with Retry-After and x-ratelimit-*-requests headers) when over; otherwise returns
+   * the x-ratelimit-*-requests headers to add to the response.
+   */
+  admit(principal: Principal): Promise<Record<string, string>>;
+}
 
 export interface TokenBudget {
   /**
@@ -23,13 +33,7 @@ export interface Telemetry {
   videoTransition(e: { jobId: string; model: string; from: string | null; to: string; accountId: string }): void;
 }
 
-export const noTokenBudget: TokenBudget = { consume: async () => ({}) };
-export const noTelemetry: Telemetry = { upstream() {}, charged() {}, videoTransition() {} };
-
-/**
- * Facts a route learns about a request (model, tokens, cost …) for the one log line per request
- * and the per-model request metrics. Keyed by the Request object; gone with it.
- */
+/** Facts a route learns about a request (model, tokens, cost …) for its log line and the per-model metrics. */
 export interface RequestFacts {
   model?: string;
   accountId?: string;
@@ -42,12 +46,46 @@ export interface RequestFacts {
   disconnected?: boolean;
 }
 
-const facts = new WeakMap<Request, RequestFacts>();
-
-export function annotate(request: Request, more: RequestFacts) {
-  facts.set(request, { ...facts.get(request), ...more });
+/** What the app knows of a request once its response went out. */
+export interface RequestEnd {
+  requestId: string;
+  method: string;
+  /** the route template ("/v1/videos/generations/:id"), or "unmatched" */
+  route: string;
+  path: string;
+  status: number;
 }
 
-export function factsOf(request: Request): RequestFacts {
-  return facts.get(request) ?? {};
+/** One log line and the request metrics per request; createApp calls begin and end, routes call note. */
+export interface RequestLog {
+  begin(request: Request): void;
+  note(request: Request, facts: RequestFacts): void;
+  /** `models` tells known model ids from client-typed names (a metric label per unknown name would grow without bound) */
+  end(request: Request, e: RequestEnd, models: { get(id: string): unknown }): void;
 }
+
+/** GET /metrics: the Prometheus text, after reading the gauges that live in the database. */
+export interface MetricsExport {
+  scrape(db: Db): Promise<{ contentType: string; text: string }>;
+}
+
+/** An extra /readyz check (the database check is built in). */
+export type ReadinessCheck = () => Promise<{ name: string; ok: boolean; detail?: string; degraded?: boolean }>;
+
+export const noRequestLimit: RequestLimit = { admit: async () => ({}) };
+export const noTokenBudget: TokenBudget = { consume: async () => ({}) };
+export const noTelemetry: Telemetry = { upstream() {}, charged() {}, videoTransition() {} };
+export const noRequestLog: RequestLog = { begin() {}, note() {}, end() {} };
+
+/** The parts of AppDeps that the ops module provides. */
+export interface OpsParts {
+  requestLimit: RequestLimit;
+  tokenBudget: TokenBudget;
+  telemetry: Telemetry;
+  requestLog: RequestLog;
+  /** null: no /metrics route */
+  metrics: MetricsExport | null;
+  readinessChecks: ReadinessCheck[];
+}
+
+export const noOps: OpsParts = { requestLimit: noRequestLimit, tokenBudget: noTokenBudget, telemetry: noTelemetry, requestLog: noRequestLog, metrics: null, readinessChecks: [] };

@@ -1,6 +1,7 @@
 /**
- * Operations wiring (issue 8): rate limits, metrics, request logs, admin usage views.
- * `createOps` is called once at boot; its parts are plugged into the deps and the app.
+ * Operations (issue 8): rate limits, metrics, request logs, readiness of Redis. `createOps` is
+ * called once at boot, before the deps; its parts (OpsParts, see hooks.ts) become part of AppDeps,
+ * so createApp and the routes only ever see deps (nothing here imports the app).
  *
  * Redis outage policy: with REDIS_URL set, limits are shared through Redis; when Redis is unreachable
  * the limiter answers from an in-process limiter (per instance: N instances then allow up to N × the
@@ -8,27 +9,16 @@
  * request because a cache is down, so /readyz stays ready and reports the check as degraded, and
  * the reelay_rate_limiter_degraded gauge reads 1 until Redis answers again.
  */
-import { Elysia } from "elysia";
 import type { Config } from "../config.ts";
 import type { Logger } from "../logger.ts";
-import type { AppDeps } from "../deps.ts";
-import type { ReadinessCheck } from "../modules/health/index.ts";
 import { createMemoryLimiter, createRedisLimiter, type RateLimiter } from "../rate-limit/index.ts";
-import type { Telemetry, TokenBudget } from "./hooks.ts";
+import type { OpsParts, ReadinessCheck } from "./hooks.ts";
 import { createMetrics } from "./metrics.ts";
 import { createRateLimits } from "./rate-limits.ts";
-import { createRequestHooks } from "./request-hooks.ts";
-import { metricsRoutes, usageRoutes } from "./routes.ts";
+import { createRequestLog } from "./request-log.ts";
 import { createTelemetry } from "./telemetry.ts";
 
-export interface Ops {
-  tokenBudget: TokenBudget;
-  telemetry: Telemetry;
-  /** global request hooks (request-rate limit, request log, request metrics), used first by createApp */
-  requestHooks(deps: AppDeps): Elysia<any, any, any, any, any, any, any>;
-  /** extra routes (/metrics, /admin/usage …) */
-  routes(deps: AppDeps): Elysia<any, any, any, any, any, any, any>[];
-  readinessChecks: ReadinessCheck[];
+export interface Ops extends OpsParts {
   close(): Promise<void>;
 }
 
@@ -57,10 +47,16 @@ export async function createOps(config: Config, logger: Logger, opts: { limiter?
   };
 
   return {
+    requestLimit: limits.requestLimit,
     tokenBudget: limits.tokenBudget,
     telemetry: createTelemetry(metrics, logger),
-    requestHooks: (deps) => createRequestHooks(deps, { limits, metrics, logger }),
-    routes: (deps) => [metricsRoutes(deps, metrics), usageRoutes(deps)],
+    requestLog: createRequestLog({ metrics, logger }),
+    metrics: {
+      async scrape(db) {
+        await metrics.refresh(db, (err) => logger.warn({ err }, "metrics: could not read database gauges"));
+        return { contentType: metrics.registry.contentType, text: await metrics.registry.metrics() };
+      },
+    },
     readinessChecks: config.redisUrl ? [redisCheck] : [],
     async close() {
       metrics.close();

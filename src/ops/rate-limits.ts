@@ -16,7 +16,7 @@ import type { Principal } from "../auth/authenticate-key.ts";
 import type { RateLimitDefaults } from "../config.ts";
 import { ApiError } from "../errors.ts";
 import type { ConsumeResult, RateLimiter } from "../rate-limit/index.ts";
-import type { TokenBudget } from "./hooks.ts";
+import type { RequestLimit, TokenBudget } from "./hooks.ts";
 
 const WINDOW_MS = 60_000;
 
@@ -24,8 +24,7 @@ export type LimitKind = "requests" | "tokens";
 export type LimitScope = "key" | "account";
 
 export interface RateLimits {
-  /** count one request; throws a 429 ApiError when over, else returns the x-ratelimit-*-requests headers */
-  request(principal: Principal): Promise<Record<string, string>>;
+  requestLimit: RequestLimit;
   tokenBudget: TokenBudget;
 }
 
@@ -61,7 +60,7 @@ export function createRateLimits(opts: {
   }
 
   return {
-    request: (principal) => consume("requests", principal, 1),
+    requestLimit: { admit: (principal) => consume("requests", principal, 1) },
     tokenBudget: {
       consume: (principal, tokens) => consume("tokens", principal, Math.max(0, Math.ceil(tokens))),
     },

@@ -7,7 +7,7 @@ import type { AppDeps } from "../deps.ts";
 import { unauthorized } from "../errors.ts";
 import { ErrorEnvelope } from "../http/schemas.ts";
 import { checkAdmin } from "../modules/admin/index.ts";
-import type { OpsMetrics } from "./metrics.ts";
+import type { MetricsExport } from "./hooks.ts";
 import { failingUpstreams, parseRange, usageByAccount, usageByModel } from "./usage-views.ts";
 
 /** Bearer REELAY_METRICS_TOKEN when set (so a scraper need not hold the admin token), else the admin token. */
@@ -19,13 +19,14 @@ export function checkMetricsToken(config: AppDeps["config"], authorization: stri
   if (!safeEqual(token, expected)) throw unauthorized("Invalid metrics token.");
 }
 
-export const metricsRoutes = (deps: AppDeps, metrics: OpsMetrics) =>
+/** GET /metrics (mounted when the ops module provides metrics). */
+export const metricsRoutes = (deps: Pick<AppDeps, "config" | "database">, metrics: MetricsExport) =>
   new Elysia({ tags: ["operations"] }).get(
     "/metrics",
     async ({ headers }) => {
       checkMetricsToken(deps.config, headers["authorization"]);
-      await metrics.refresh(deps.database.db, (err) => deps.logger.warn({ err }, "metrics: could not read database gauges"));
-      return new Response(await metrics.registry.metrics(), { headers: { "content-type": metrics.registry.contentType } });
+      const m = await metrics.scrape(deps.database.db);
+      return new Response(m.text, { headers: { "content-type": m.contentType } });
     },
     {
       detail: { summary: "Prometheus metrics (Bearer REELAY_METRICS_TOKEN, or the admin token when that is not set)", security: [{ metrics: [] }] },
@@ -66,7 +67,7 @@ export const usageRoutes = (deps: AppDeps) => {
   const db = deps.database.db;
   const envelope = <T>(range: { from: Date; to: Date }, data: T[]) => ({ object: "list" as const, from: range.from.toISOString(), to: range.to.toISOString(), data });
   return new Elysia({ prefix: "/admin/usage", tags: ["admin"] })
-    .onBeforeHandle({ as: "scoped" }, ({ headers }) => checkAdmin(deps.config.adminToken, headers["authorization"]))
+    .onBeforeHandle({ as: "local" }, ({ headers }) => checkAdmin(deps.config.adminToken, headers["authorization"]))
     .get(
       "/accounts",
       async ({ query }) => {

@@ -3,7 +3,7 @@ import { Writable } from "node:stream";
 import { createApp } from "../../src/app.ts";
 import type { AppDeps } from "../../src/deps.ts";
 import { createLogger } from "../../src/logger.ts";
-import { noTelemetry, noTokenBudget } from "../../src/ops/hooks.ts";
+import { noOps } from "../../src/ops/hooks.ts";
 import { testConfig } from "../support/harness.ts";
 
 test("an unexpected failure is a generic 500 envelope; the cause is logged, not returned", async () => {
@@ -17,8 +17,7 @@ test("an unexpected failure is a generic 500 envelope; the cause is logged, not 
     database: { kind: "postgres", db: { execute: async () => { throw broken; } }, close: async () => {} },
     registry: { get: () => undefined, list: () => [], close: async () => {} },
     auth: { authenticateRequest: async () => ({ keyId: "k", accountId: "a", keyPrefix: "rl-x", scopes: null, allowedModels: null, limits: { rpm: null, tpm: null, videoConcurrency: null } }), evict() {} },
-    tokenBudget: noTokenBudget,
-    telemetry: noTelemetry,
+    ...noOps,
   } as unknown as AppDeps;
   const app = createApp(deps);
   const res = await app.handle(new Request("http://localhost/v1/account", { headers: { authorization: "Bearer rl-whatever" } }));

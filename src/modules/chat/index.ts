@@ -3,7 +3,6 @@ import { Elysia, ValidationError } from "elysia";
 import type { AppDeps } from "../../deps.ts";
 import { authErrors, ErrorEnvelope } from "../../http/schemas.ts";
 import { requireKey } from "../../http/require-key.ts";
-import { annotate } from "../../ops/hooks.ts";
 import { ChatCompletion, ChatCompletionRequest } from "./model.ts";
 import { streamChat } from "./relay-stream.ts";
 import { completeChat, type ChatCall } from "./service.ts";
@@ -25,7 +24,7 @@ export const chatRoutes = (deps: AppDeps) =>
       ({ body, principal, request, set }) => {
         const call: ChatCall = {
           principal, body, requestId: String(set.headers["x-request-id"]), signal: request.signal,
-          startedAt: performance.now(), note: (facts) => annotate(request, facts),
+          startedAt: performance.now(), note: (facts) => deps.requestLog.note(request, facts),
         };
         return body.stream === true ? streamChat(deps, call) : completeChat(deps, call);
       },

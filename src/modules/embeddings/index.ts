@@ -2,7 +2,6 @@ import { Elysia } from "elysia";
 import type { AppDeps } from "../../deps.ts";
 import { authErrors, ErrorEnvelope } from "../../http/schemas.ts";
 import { requireKey } from "../../http/require-key.ts";
-import { annotate } from "../../ops/hooks.ts";
 import { EmbeddingsBody, EmbeddingsResponse } from "./model.ts";
 import { createEmbeddings } from "./service.ts";
 
@@ -13,9 +12,9 @@ export const embeddingsRoutes = (deps: AppDeps) =>
     .post(
       "/embeddings",
       async ({ principal, body, request, set }) => {
-        annotate(request, { model: body.model });
+        deps.requestLog.note(request, { model: body.model });
         const out = await createEmbeddings(deps, principal, body, { ref: String(set.headers["x-request-id"]), signal: request.signal });
-        annotate(request, { promptTokens: out.promptTokens, cost: out.cost });
+        deps.requestLog.note(request, { promptTokens: out.promptTokens, cost: out.cost });
         Object.assign(set.headers, out.headers);
         return out.body;
       },

@@ -3,7 +3,9 @@ import { sql } from "drizzle-orm";
 import type { AppDeps } from "../../deps.ts";
 import { pendingMigrations } from "../../db/index.ts";
 
-export type ReadinessCheck = () => Promise<{ name: string; ok: boolean; detail?: string; degraded?: boolean }>;
+import type { ReadinessCheck } from "../../ops/hooks.ts";
+
+export type { ReadinessCheck };
 
 /** /healthz: the process answers. /readyz: the database answers and has every migration. */
 export const healthRoutes = (deps: AppDeps, extraChecks: ReadinessCheck[] = []) =>

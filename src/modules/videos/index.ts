@@ -5,7 +5,6 @@
 import { Elysia, t } from "elysia";
 import type { AppDeps } from "../../deps.ts";
 import type { BackgroundTask } from "../../background.ts";
-import { annotate } from "../../ops/hooks.ts";
 import { authErrors, ErrorEnvelope } from "../../http/schemas.ts";
 import { requireKey } from "../../http/require-key.ts";
 import { cancelVideo } from "./cancel.ts";
@@ -24,9 +23,9 @@ export const videoRoutes = (deps: AppDeps) =>
     .post(
       "/videos/generations",
       async ({ principal, body, headers, request, set }) => {
-        annotate(request, { model: body.model, seconds: body.seconds ?? 5 });
+        deps.requestLog.note(request, { model: body.model, seconds: body.seconds ?? 5 });
         const r = await submitVideo(deps, principal, body, headers["idempotency-key"] ?? null);
-        annotate(request, { jobId: r.job.id });
+        deps.requestLog.note(request, { jobId: r.job.id });
         set.status = r.status;
         return r.job;
       },
