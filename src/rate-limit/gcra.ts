@@ -18,8 +18,12 @@ export interface GcraDecision {
   tat: number;
 }
 
-/** absorbs float error from windowMs / limit (e.g. 1000 / 3) so counts don't drop by one */
+/**
+ * absorbs float error from windowMs / limit (e.g. 1000 / 3) so counts don't drop by one, and from
+ * (now + 36000) - now = 36000.000000000015 so a reset doesn't round up to one more millisecond
+ */
 const EPSILON = 1e-6;
+const ceilMs = (ms: number) => Math.ceil(ms - EPSILON);
 
 export function gcra(storedTat: number | undefined, now: number, cost: number, limit: number, windowMs: number): GcraDecision {
   const interval = windowMs / limit;
@@ -27,7 +31,7 @@ export function gcra(storedTat: number | undefined, now: number, cost: number, l
   const newTat = tat + cost * interval;
   const allowAt = newTat - windowMs;
   const remainingAt = (t: number) => Math.max(0, Math.floor((windowMs - (t - now)) / interval + EPSILON));
-  if (cost > limit) return { allowed: false, remaining: remainingAt(tat), resetMs: Math.ceil(tat - now), tat };
-  if (allowAt - now > EPSILON) return { allowed: false, remaining: remainingAt(tat), resetMs: Math.ceil(allowAt - now), tat };
-  return { allowed: true, remaining: remainingAt(newTat), resetMs: Math.ceil(newTat - now), tat: newTat };
+  if (cost > limit) return { allowed: false, remaining: remainingAt(tat), resetMs: ceilMs(tat - now), tat };
+  if (allowAt - now > EPSILON) return { allowed: false, remaining: remainingAt(tat), resetMs: ceilMs(allowAt - now), tat };
+  return { allowed: true, remaining: remainingAt(newTat), resetMs: ceilMs(newTat - now), tat: newTat };
 }
