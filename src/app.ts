@@ -13,6 +13,7 @@ import { routeMethodIndex } from "./http/route-methods.ts";
 import { randomId } from "./billing/ids.ts";
 import { accountRoutes } from "./modules/account/index.ts";
 import { adminRoutes } from "./modules/admin/index.ts";
+import { consoleApiRoutes } from "./modules/console-api/index.ts";
 import { healthRoutes } from "./modules/health/index.ts";
 import { modelRoutes } from "./modules/models/index.ts";
 import { chatRoutes } from "./modules/chat/index.ts";
@@ -51,6 +52,7 @@ export function createApp(deps: AppDeps) {
     .use(modelRoutes(deps))
     .use(accountRoutes(deps))
     .use(adminRoutes(deps))
+    .use(consoleApiRoutes(deps))
     .use(chatRoutes(deps))
     .use(embeddingsRoutes(deps))
     .use(videoRoutes(deps))

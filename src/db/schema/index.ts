@@ -3,3 +3,4 @@ export * from "./keys.ts";
 export * from "./credits.ts";
 export * from "./usage.ts";
 export * from "./video-jobs.ts";
+export * from "./usage-rollups.ts";

@@ -35,5 +35,10 @@ export const usageRecords = pgTable(
     errorCode: text("error_code"),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
   },
-  (t) => [index("usage_account_idx").on(t.accountId, t.id), index("usage_created_idx").on(t.createdAt)],
+  (t) => [
+    index("usage_account_idx").on(t.accountId, t.id),
+    index("usage_created_idx").on(t.createdAt),
+    // one account's time series (console client view, /admin/usage/timeseries?account=) without scanning its whole history
+    index("usage_account_created_idx").on(t.accountId, t.createdAt),
+  ],
 );

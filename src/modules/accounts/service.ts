@@ -1,6 +1,6 @@
 /** Accounts and API keys: one exported function per query; each takes the db or a transaction first. */
 import { createHash } from "node:crypto";
-import { and, desc, eq, isNull, sql } from "drizzle-orm";
+import { and, desc, eq, ilike, isNull, or, sql } from "drizzle-orm";
 import { query, type Tx } from "../../db/index.ts";
 import { accounts, apiKeys } from "../../db/schema/index.ts";
 import { ApiError } from "../../errors.ts";
@@ -41,8 +41,10 @@ export async function getAccount(tx: Tx, id: string) {
   return row;
 }
 
-export async function listAccounts(tx: Tx, limit = 100, offset = 0) {
-  return tx.select().from(accounts).orderBy(accounts.createdAt).limit(limit).offset(offset);
+/** Oldest first; `search` matches an exact id or part of the name (case-insensitive). */
+export async function listAccounts(tx: Tx, limit = 100, offset = 0, search?: string) {
+  const where = search ? or(eq(accounts.id, search), ilike(accounts.name, `%${search.replace(/[\\%_]/g, (c) => "\\" + c)}%`)) : undefined;
+  return tx.select().from(accounts).where(where).orderBy(accounts.createdAt).limit(limit).offset(offset);
 }
 
 /** Create an account, optionally funded, in one transaction. */

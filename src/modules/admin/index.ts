@@ -57,8 +57,8 @@ export const adminRoutes = (deps: AppDeps) => {
         response: { 201: AccountView, ...adminErrors },
       },
     )
-    .get("/accounts", async ({ query }) => ({ object: "list" as const, data: (await svc.listAccounts(db, query.limit ?? 100, query.offset ?? 0)).map(svc.publicAccount) }), {
-      query: t.Object({ limit: t.Optional(t.Integer({ minimum: 1, maximum: 1000 })), offset: t.Optional(t.Integer({ minimum: 0 })) }),
+    .get("/accounts", async ({ query }) => ({ object: "list" as const, data: (await svc.listAccounts(db, query.limit ?? 100, query.offset ?? 0, query.search || undefined)).map(svc.publicAccount) }), {
+      query: t.Object({ limit: t.Optional(t.Integer({ minimum: 1, maximum: 1000 })), offset: t.Optional(t.Integer({ minimum: 0 })), search: t.Optional(t.String({ maxLength: 200, description: "an exact account id, or part of the name (case-insensitive)" })) }),
       detail: { summary: "List accounts", security },
       response: { 200: listOf(AccountView, AccountView.examples?.[0]), ...adminErrors },
     })
