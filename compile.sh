@@ -6,6 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")"
 BUN="${BUN:-$(command -v bun || echo node_modules/.bin/bun)}"
 mkdir -p dist
+# the web console (console/ → console/dist/bundle.ts), embedded through src/modules/console
+"$BUN" console/build.ts
 # Worker entry files are extra entrypoints: in the binary they live at their project paths
 # (src/workers/worker-url.ts finds them there).
 "$BUN" build --compile --sourcemap=none src/main.ts \

@@ -14,6 +14,7 @@ import { randomId } from "./billing/ids.ts";
 import { accountRoutes } from "./modules/account/index.ts";
 import { adminRoutes } from "./modules/admin/index.ts";
 import { consoleApiRoutes } from "./modules/console-api/index.ts";
+import { consoleRoutes } from "./modules/console/index.ts";
 import { healthRoutes } from "./modules/health/index.ts";
 import { modelRoutes } from "./modules/models/index.ts";
 import { chatRoutes } from "./modules/chat/index.ts";
@@ -53,6 +54,7 @@ export function createApp(deps: AppDeps) {
     .use(accountRoutes(deps))
     .use(adminRoutes(deps))
     .use(consoleApiRoutes(deps))
+    .use(consoleRoutes())
     .use(chatRoutes(deps))
     .use(embeddingsRoutes(deps))
     .use(videoRoutes(deps))

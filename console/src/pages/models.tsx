@@ -1,0 +1,43 @@
+import type { Api } from "../api.ts";
+import { Async, Badge, Card, statusTone, Table } from "../components/ui.tsx";
+import { fmtInt, fmtPct, fmtTime } from "../format.ts";
+import { useLoad } from "../hooks.ts";
+import { formatUsd } from "../money.ts";
+
+const price = (micros: number | null, unit: string) => (micros === null ? null : `${formatUsd(micros)} ${unit}`);
+
+export function Models(p: { api: Api }) {
+  const models = useLoad((sig) => p.api.get("/admin/models", sig), [], { refreshMs: 15_000 });
+  return (
+    <>
+      <div class="page-head"><h1>Models</h1></div>
+      <Card>
+        <Async state={models} empty={(d: any) => d.data.length === 0} emptyText="No models are configured.">
+          {(d: any) => (
+            <Table label="Models">
+              <thead><tr><th>Model</th><th>Plugin</th><th>Does</th><th>Prices</th><th>State</th><th>Upstream health (15 min)</th></tr></thead>
+              <tbody>
+                {d.data.map((m: any) => (
+                  <tr>
+                    <td class="mono">{m.id}</td>
+                    <td>{m.plugin}</td>
+                    <td>{m.capabilities.join(", ")}</td>
+                    <td class="prices">
+                      {[price(m.pricing.input_per_million, "/ 1M input tokens"), price(m.pricing.output_per_million, "/ 1M output tokens"), price(m.pricing.per_second, "/ video second")].filter(Boolean).map((t) => <div>{t}</div>)}
+                    </td>
+                    <td><Badge tone={statusTone(m.state)}>{m.state}</Badge></td>
+                    <td>
+                      <Badge tone={statusTone(m.health.status)}>{m.health.status}</Badge>{" "}
+                      <span class="small">{fmtInt(m.health.requests)} requests, {fmtInt(m.health.errors)} failed{m.health.error_rate ? ` (${fmtPct(m.health.error_rate)})` : ""}</span>
+                      {m.health.last_error_at && <div class="small muted">last failure {fmtTime(m.health.last_error_at)}{m.health.last_error_code ? ` · ${m.health.last_error_code}` : ""}</div>}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </Table>
+          )}
+        </Async>
+      </Card>
+    </>
+  );
+}

@@ -1,0 +1,20 @@
+/** The signed-in credential lives in sessionStorage only: gone when the tab closes, never in a URL. */
+export interface Session {
+  token: string;
+  role: "operator" | "client";
+  label: string;
+}
+
+const KEY = "reelay.console.session";
+
+export function loadSession(): Session | null {
+  try {
+    const s = JSON.parse(sessionStorage.getItem(KEY) ?? "null");
+    return s && typeof s.token === "string" && (s.role === "operator" || s.role === "client") ? s : null;
+  } catch {
+    return null;
+  }
+}
+
+export const saveSession = (s: Session) => sessionStorage.setItem(KEY, JSON.stringify(s));
+export const clearSession = () => sessionStorage.removeItem(KEY);
