@@ -224,15 +224,21 @@ function Video(p: { api: Api; models: any[] }) {
         if (next.status === "completed" && next.data?.[0]?.b64_json) {
           setVideo(b64ToBlobUrl(next.data[0].b64_json));
           delete next.data;
-          setJob(next);
-          setCost(await costOf(p.api, next.id, ctl.signal).catch(() => null));
-        } else setJob(next);
+        }
+        setJob(next);
       } catch (e) {
         if (!ctl.signal.aborted) setPollError((e as Error).message);
       }
     }, 1000);
     return () => { clearTimeout(id); ctl.abort(); };
   }, [job]);
+  const finished = job && (job.status === "completed" || job.status === "failed") ? job.id : null;
+  useEffect(() => {
+    if (!finished) return;
+    const ctl = new AbortController();
+    costOf(p.api, finished, ctl.signal).then((row) => !ctl.signal.aborted && setCost(row), () => !ctl.signal.aborted && setCost(null));
+    return () => ctl.abort();
+  }, [finished]);
   const running = job && (job.status === "queued" || job.status === "processing");
   return (
     <div class="grid-2">

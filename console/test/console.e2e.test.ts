@@ -1,0 +1,278 @@
+/**
+ * The console end to end in a real browser (Debian chromium) against reelay on the real Postgres,
+ * with the fake OpenAI upstream for chat, the local embeddings model and the local preview video
+ * renderer: operator creates an account, grants $5, creates a key and copies it; the client signs in
+ * with it, streams a chat, embeds, renders a video from an uploaded PNG and plays it; the operator
+ * sees the usage and the charges. Screenshots of every page at 1280×800 and 390×844 go to
+ * test-output/console/. No request may leave the server's origin; no console error may appear.
+ */
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { startFakeOpenAI, type FakeOpenAI } from "../../test/fakes/openai-upstream.ts";
+import { ADMIN_TOKEN, startTestServer, type TestServer } from "../../test/support/harness.ts";
+import { pngBase64 } from "../../test/videos/support.ts";
+import { buildConsole } from "../build.ts";
+import { lacks, launchBrowser, see, shot, watch, type Watched } from "./browser.ts";
+
+const CHAT_PRICING = { inputPerMillion: 3_000_000, outputPerMillion: 15_000_000 };
+const REPLY = " one two three four five six seven eight";
+
+let fake: FakeOpenAI;
+let s: TestServer;
+let browser: Browser;
+let desktop: BrowserContext;
+let page: Page;
+let w: Watched;
+
+beforeAll(async () => {
+  await buildConsole();
+  fake = await startFakeOpenAI();
+  // one word every 150 ms: the test sees the answer grow while it streams
+  fake.behave({ tokens: 8, delayBetweenChunksMs: 150 });
+  const dir = mkdtempSync(join(tmpdir(), "reelay-console-"));
+  writeFileSync(join(dir, "models.json"), JSON.stringify({
+    models: [
+      { id: "chat-e2e", plugin: "openai-compatible", options: { baseUrl: fake.url }, pricing: CHAT_PRICING, maxOutputTokens: 64 },
+      { id: "use-lite", plugin: "local-embeddings", pricing: { inputPerMillion: 20_000 } },
+      { id: "preview-motion", plugin: "preview-video", pricing: { perSecond: 30_000 } },
+    ],
+  }));
+  s = await startTestServer({ REELAY_MODELS_FILE: join(dir, "models.json") });
+  browser = await launchBrowser();
+  desktop = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  await desktop.grantPermissions(["clipboard-read", "clipboard-write"], { origin: s.url });
+  // a wrong credential is answered 401, which chromium logs as a failed resource: expected there only
+  const refused = /status of 401/;
+  w = watch(desktop, s.url, { "wrong admin token": refused, "wrong api key": refused });
+  page = await desktop.newPage();
+  page.setDefaultTimeout(15_000);
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await s?.close();
+  await fake?.stop();
+});
+
+const nav = (name: string) => page.getByRole("navigation", { name: "Main" }).getByRole("link", { name, exact: true }).click();
+
+async function signIn(p: Page, token: string) {
+  await p.getByLabel("Admin token or API key").fill(token);
+  await p.getByRole("button", { name: "Sign in" }).click();
+}
+
+let accountId = "";
+let apiKey = "";
+let chatCost = "";
+
+test("operator: wrong token is refused, then sign in, create an account, grant $5, create and copy a key", async () => {
+  w.step("wrong admin token");
+  await page.goto(s.url + "/console");
+  await signIn(page, "not-the-admin-token-123");
+  await see(page.getByRole("alert"), "Wrong admin token.");
+
+  w.step("operator sign-in");
+  await signIn(page, ADMIN_TOKEN);
+  await page.getByRole("heading", { name: "Overview" }).waitFor();
+  expect(await page.evaluate(() => Object.keys(sessionStorage))).toEqual(["reelay.console.session"]);
+  expect(await page.evaluate(() => localStorage.length)).toBe(0);
+  expect(page.url()).not.toContain(ADMIN_TOKEN);
+
+  w.step("create account");
+  await nav("Accounts");
+  await page.getByLabel("Name", { exact: true }).fill("e2e-acme");
+  await page.getByRole("button", { name: "Create account" }).click();
+  await page.getByRole("heading", { name: /e2e-acme/ }).waitFor();
+  accountId = /#\/accounts\/(acct_\w+)/.exec(page.url())![1]!;
+
+  w.step("grant");
+  const grant = page.getByRole("region").or(page.locator("section")).filter({ has: page.getByRole("heading", { name: "Grant credits" }) });
+  await grant.getByLabel("Amount (USD)").fill("5");
+  await grant.getByText("$5.00 = 5,000,000 micro-dollars").waitFor();
+  await grant.getByLabel("Reason").fill("welcome credit");
+  await grant.getByRole("button", { name: "Grant credits" }).click();
+  await see(grant.getByRole("status"), "Granted $5.00.");
+  const balance = page.locator(".stat").filter({ hasText: "Balance" });
+  await see(balance, "$5.00");
+  const acct = (await (await s.admin(`/admin/accounts/${accountId}`)).json()) as any;
+  expect(acct.balance).toBe(5_000_000);
+
+  w.step("create key");
+  const newKey = page.locator("section").filter({ has: page.getByRole("heading", { name: "New key" }) });
+  await newKey.getByLabel("Key name").fill("playground");
+  await newKey.getByRole("button", { name: "Create key" }).click();
+  apiKey = (await page.getByTestId("new-key").textContent())!;
+  expect(apiKey).toStartWith("rl-");
+  await page.getByRole("button", { name: "Copy key" }).click();
+  await page.getByRole("button", { name: "Copied" }).waitFor();
+  expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(apiKey);
+  await shot(page, "account-1280");
+  await page.getByRole("button", { name: "Done" }).click();
+  await see(page.locator("section").filter({ has: page.getByRole("heading", { name: "Keys" }) }), apiKey.slice(0, 11));
+}, 60_000);
+
+test("client: wrong key is refused; sign in with the copied key; streamed chat with its cost", async () => {
+  w.step("sign out");
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await page.getByLabel("Admin token or API key").waitFor();
+  expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+
+  w.step("wrong api key");
+  await signIn(page, "rl-" + "x".repeat(40));
+  await see(page.getByRole("alert"), "That API key is not valid");
+
+  w.step("client sign-in");
+  await signIn(page, apiKey);
+  await page.getByRole("heading", { name: "Usage and credits" }).waitFor();
+  await see(page.locator(".stat").filter({ hasText: "Available" }), "$5.00");
+
+  w.step("chat");
+  await nav("Playground");
+  await page.getByLabel("Model").selectOption("chat-e2e");
+  await page.getByLabel("Message").fill("Hello there");
+  await page.getByLabel("Message").press("Enter");
+  const answer = page.getByTestId("assistant-message").locator("p");
+  // tokens appear as they arrive: a partial answer is on screen before the whole one
+  await see(answer, "one two", { timeout: 10_000 });
+  expect((await answer.textContent())!.trim()).not.toBe(REPLY.trim());
+  await see(answer, REPLY.trim(), { timeout: 10_000, exact: true });
+  const cost = page.getByTestId("cost");
+  await see(cost, "Cost $", { timeout: 15_000 });
+  const usage = (await (await fetch(`${s.url}/v1/usage?limit=5`, { headers: { authorization: `Bearer ${apiKey}` } })).json()) as any;
+  const row = usage.data.find((u: any) => u.kind === "chat");
+  expect(row.completion_tokens).toBe(8);
+  expect(row.cost).toBe(row.prompt_tokens * 3 + 8 * 15);
+  chatCost = `$${(row.cost / 1e6).toFixed(6).replace(/0+$/, "")}`;
+  await see(cost, `Cost ${chatCost}`);
+  await see(cost, "8 output tokens");
+  await shot(page, "playground-chat-1280");
+}, 60_000);
+
+test("client: embeddings similarity matrix", async () => {
+  w.step("embeddings");
+  await page.getByRole("radio", { name: "Embeddings" }).click();
+  await page.getByLabel("Model").selectOption("use-lite");
+  await page.getByRole("button", { name: "Embed" }).click();
+  const matrix = page.getByRole("region", { name: "Similarity matrix" });
+  await matrix.waitFor({ timeout: 30_000 });
+  const cells = await matrix.locator("tbody tr").first().locator("td").allTextContents();
+  expect(cells).toHaveLength(3);
+  expect(Number(cells[0])).toBeCloseTo(1, 2);
+  // "How old are you?" is closer to "What is your age?" than to the weather
+  expect(Number(cells[1])).toBeGreaterThan(Number(cells[2]));
+  await see(page.getByTestId("cost"), "input tokens", { timeout: 15_000 });
+  await shot(page, "playground-embeddings-1280");
+}, 60_000);
+
+test("client: image-to-video from an uploaded PNG completes and plays", async () => {
+  w.step("video");
+  await page.getByRole("radio", { name: "Image to video" }).click();
+  await page.getByLabel("Model").selectOption("preview-motion");
+  await page.getByLabel("Image (PNG, JPEG or WebP)").setInputFiles({ name: "lighthouse.png", mimeType: "image/png", buffer: Buffer.from(pngBase64(96, 64), "base64") });
+  await page.getByRole("img", { name: "Selected image lighthouse.png" }).waitFor();
+  await page.getByLabel("Seconds").fill("1");
+  await page.getByRole("button", { name: "Generate video" }).click();
+  await see(page.getByTestId("job-status"), /queued|processing|completed/);
+  const video = page.getByLabel("Generated video");
+  await video.waitFor({ timeout: 60_000 });
+  const duration = await video.evaluate((v: HTMLVideoElement) => new Promise<number>((resolve, reject) => {
+    if (v.readyState >= 1) return resolve(v.duration);
+    v.addEventListener("loadedmetadata", () => resolve(v.duration), { once: true });
+    v.addEventListener("error", () => reject(new Error("video error " + v.error?.code)), { once: true });
+  }));
+  expect(duration).toBeGreaterThan(0.5);
+  await see(page.getByTestId("job-status"), "completed");
+  await see(page.getByTestId("cost"), "Cost $0.03", { timeout: 15_000 });
+  await shot(page, "playground-video-1280");
+
+  w.step("client jobs");
+  await nav("Video jobs");
+  const card = page.getByRole("article").first();
+  await see(card, "completed");
+  await card.getByRole("button", { name: "Play video" }).click();
+  await card.locator("video").waitFor();
+  await shot(page, "client-jobs-1280");
+  await nav("Usage");
+  await see(page.getByRole("region", { name: "Usage records" }), "preview-motion");
+  await page.locator(".uplot").first().waitFor();
+  await shot(page, "client-usage-1280");
+}, 120_000);
+
+test("operator: the request is in usage, the charges are in the ledger; every page renders", async () => {
+  w.step("operator again");
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await signIn(page, ADMIN_TOKEN);
+  await page.getByRole("heading", { name: "Overview" }).waitFor();
+  await see(page.locator(".stat").filter({ hasText: "Requests" }), "3");
+  expect(await page.locator(".uplot").count()).toBe(5);
+  await shot(page, "overview-1280");
+
+  await page.goto(`${s.url}/console#/accounts/${accountId}`);
+  const usage = page.getByRole("region", { name: "Usage per model" });
+  await see(usage, "chat-e2e");
+  await see(usage, "preview-motion");
+  const ledger = page.getByRole("region", { name: "Ledger" });
+  await see(ledger, "charge");
+  await see(ledger, `−${chatCost}`);
+  await see(ledger, "−$0.03");
+  await see(ledger, "welcome credit");
+
+  await nav("Keys");
+  await see(page.getByRole("region", { name: "API keys" }), apiKey.slice(0, 11));
+  await lacks(page.getByRole("region", { name: "API keys" }), "never");
+  await shot(page, "keys-1280");
+  await nav("Video jobs");
+  await see(page.getByRole("article").first(), "completed");
+  await page.getByRole("article").first().getByRole("button", { name: "Play video" }).click();
+  await page.getByRole("article").first().locator("video").waitFor();
+  await shot(page, "videos-1280");
+  await nav("Models");
+  const models = page.getByRole("region", { name: "Models" });
+  await see(models, "chat-e2e");
+  await see(models, "$3.00 / 1M input tokens");
+  await see(models, "healthy");
+  await shot(page, "models-1280");
+  await nav("Accounts");
+  await page.getByRole("region", { name: "Accounts" }).waitFor();
+  await shot(page, "accounts-1280");
+}, 60_000);
+
+test("phone width (390 px): every page fits without sideways scrolling", async () => {
+  const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+  const pw = watch(phone, s.url);
+  const p = await phone.newPage();
+  const fits = async (name: string) => {
+    await p.waitForLoadState("networkidle");
+    await p.locator(".loading").first().waitFor({ state: "detached", timeout: 15_000 }).catch(() => {});
+    const wide = await p.evaluate(() => [...document.querySelectorAll("body *")].filter((e) => e.getBoundingClientRect().right > 391 && !e.parentElement?.closest("nav, .table-wrap")).slice(0, 6).map((e) => e.tagName + "." + e.className + " " + Math.round(e.getBoundingClientRect().right)));
+    expect({ name, width: await p.evaluate(() => document.documentElement.scrollWidth), wide }).toEqual({ name, width: 390, wide: [] });
+    await shot(p, `${name}-390`);
+  };
+  await p.goto(s.url + "/console");
+  await fits("sign-in");
+  await signIn(p, ADMIN_TOKEN);
+  await p.getByRole("heading", { name: "Overview" }).waitFor();
+  for (const [hash, name] of [["overview", "overview"], ["accounts", "accounts"], [`accounts/${accountId}`, "account"], ["keys", "keys"], ["videos", "videos"], ["models", "models"]]) {
+    await p.goto(`${s.url}/console#/${hash}`);
+    await p.locator("main h1").first().waitFor();
+    await fits(name!);
+  }
+  await p.getByRole("button", { name: "Sign out" }).click();
+  await signIn(p, apiKey);
+  for (const [hash, name] of [["home", "client-usage"], ["jobs", "client-jobs"], ["playground/chat", "playground-chat"], ["playground/video", "playground-video"]]) {
+    await p.goto(`${s.url}/console#/${hash}`);
+    await p.locator("main h1").first().waitFor();
+    await fits(name!);
+  }
+  await phone.close();
+  expect(pw.foreign).toEqual([]);
+  expect(pw.errors).toEqual([]);
+}, 90_000);
+
+test("nothing left the server's origin and the console logged no errors", () => {
+  expect(w.foreign).toEqual([]);
+  expect(w.errors).toEqual([]);
+});
