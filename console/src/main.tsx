@@ -67,4 +67,6 @@ function App() {
   );
 }
 
-render(<App />, document.getElementById("app")!);
+const root = document.getElementById("app")!;
+root.textContent = ""; // the "Loading…" placeholder shown until this script runs
+render(<App />, root);

@@ -19,6 +19,9 @@ import { lacks, launchBrowser, see, shot, watch, type Watched } from "./browser.
 
 const CHAT_PRICING = { inputPerMillion: 3_000_000, outputPerMillion: 15_000_000 };
 const REPLY = " one two three four five six seven eight";
+// page.evaluate callbacks run in the browser; the test's own type context has no DOM lib
+declare const document: any;
+declare const navigator: any;
 
 let fake: FakeOpenAI;
 let s: TestServer;
@@ -178,7 +181,7 @@ test("client: image-to-video from an uploaded PNG completes and plays", async ()
   await see(page.getByTestId("job-status"), /queued|processing|completed/);
   const video = page.getByLabel("Generated video");
   await video.waitFor({ timeout: 60_000 });
-  const duration = await video.evaluate((v: HTMLVideoElement) => new Promise<number>((resolve, reject) => {
+  const duration = await video.evaluate((v: any) => new Promise<number>((resolve, reject) => {
     if (v.readyState >= 1) return resolve(v.duration);
     v.addEventListener("loadedmetadata", () => resolve(v.duration), { once: true });
     v.addEventListener("error", () => reject(new Error("video error " + v.error?.code)), { once: true });

@@ -10,7 +10,7 @@ export interface LineSeries {
   color?: string;
 }
 
-export function Chart(p: { title: string; timestamps: number[]; series: LineSeries[]; format?: (v: number) => string; height?: number; stacked?: boolean }) {
+export function Chart(p: { title: string; timestamps: number[]; series: LineSeries[]; format?: (v: number) => string; height?: number; max?: number }) {
   const box = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
   useEffect(() => {
@@ -21,7 +21,8 @@ export function Chart(p: { title: string; timestamps: number[]; series: LineSeri
       height: p.height ?? 200,
       legend: { show: true, live: true },
       cursor: { drag: { x: false, y: false } },
-      scales: { x: { time: true } },
+      // every measure is ≥ 0: the y axis starts at 0 and never collapses when all values are 0
+      scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.min(p.max ?? Infinity, max > 0 ? max * 1.1 : (p.max ?? 1))] } },
       axes: [
         { stroke: "#8a93a6", grid: { stroke: "#8a93a622" }, ticks: { stroke: "#8a93a644" } },
         { stroke: "#8a93a6", grid: { stroke: "#8a93a622" }, ticks: { stroke: "#8a93a644" }, values: (_u, vals) => vals.map((v) => (v === null ? "" : fmt(v))), size: 60 },
@@ -32,7 +33,7 @@ export function Chart(p: { title: string; timestamps: number[]; series: LineSeri
           label: s.label,
           stroke: s.color ?? PALETTE[i % PALETTE.length],
           width: 2,
-          points: { show: false },
+          points: { size: 5 },
           spanGaps: false,
           value: (_u: uPlot, v: number | null) => (v === null || v === undefined ? "—" : fmt(v)),
         })),

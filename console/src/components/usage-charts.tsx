@@ -58,7 +58,7 @@ export function UsageCharts(p: { ts: Timeseries; perModel?: boolean }) {
       <Chart title={`Requests per ${ts.bucket}`} timestamps={ts.timestamps} series={charts.requests} format={fmtCompact} />
       <Chart title={`Tokens per ${ts.bucket}`} timestamps={ts.timestamps} series={charts.tokens} format={fmtCompact} />
       <Chart title={`Credits charged per ${ts.bucket}`} timestamps={ts.timestamps} series={charts.credits} format={formatUsdShort} />
-      <Chart title="Error rate" timestamps={ts.timestamps} series={charts.errors} format={(v) => fmtPct(v)} />
+      <Chart title="Error rate" timestamps={ts.timestamps} series={charts.errors} format={(v) => fmtPct(v)} max={1} />
       <Chart title="Latency" timestamps={ts.timestamps} series={charts.latency} format={(v) => fmtMs(v)} />
     </div>
   );
