@@ -112,7 +112,7 @@ test("operator: wrong token is refused, then sign in, create an account, grant $
   await page.getByRole("button", { name: "Copy key" }).click();
   await page.getByRole("button", { name: "Copied" }).waitFor();
   expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(apiKey);
-  await shot(page, "account-1280");
+  await shot(page, "account-new-key-1280");
   await page.getByRole("button", { name: "Done" }).click();
   await see(page.locator("section").filter({ has: page.getByRole("heading", { name: "Keys" }) }), apiKey.slice(0, 11));
 }, 60_000);
@@ -222,6 +222,8 @@ test("operator: the request is in usage, the charges are in the ledger; every pa
   await see(ledger, `−${chatCost}`);
   await see(ledger, "−$0.03");
   await see(ledger, "welcome credit");
+  await page.locator(".uplot").nth(4).waitFor();
+  await shot(page, "account-1280");
 
   await nav("Keys");
   await see(page.getByRole("region", { name: "API keys" }), apiKey.slice(0, 11));

@@ -10,7 +10,7 @@ export interface LineSeries {
   color?: string;
 }
 
-export function Chart(p: { title: string; timestamps: number[]; series: LineSeries[]; format?: (v: number) => string; height?: number; max?: number }) {
+export function Chart(p: { title: string; timestamps: number[]; series: LineSeries[]; format?: (v: number) => string; height?: number; max?: number; emptyMax?: number }) {
   const box = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
   useEffect(() => {
@@ -22,7 +22,7 @@ export function Chart(p: { title: string; timestamps: number[]; series: LineSeri
       legend: { show: true, live: true },
       cursor: { drag: { x: false, y: false } },
       // every measure is ≥ 0: the y axis starts at 0 and never collapses when all values are 0
-      scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.min(p.max ?? Infinity, max > 0 ? max * 1.1 : (p.max ?? 1))] } },
+      scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.min(p.max ?? Infinity, max > 0 ? max * 1.1 : (p.emptyMax ?? p.max ?? 1))] } },
       axes: [
         { stroke: "#8a93a6", grid: { stroke: "#8a93a622" }, ticks: { stroke: "#8a93a644" } },
         { stroke: "#8a93a6", grid: { stroke: "#8a93a622" }, ticks: { stroke: "#8a93a644" }, values: (_u, vals) => vals.map((v) => (v === null ? "" : fmt(v))), size: 60 },

@@ -125,9 +125,10 @@ async function collect(tx: Tx, q: SeriesQuery, range: ReturnType<typeof alignRan
   return rows;
 }
 
-export async function usageTimeseries(db: Db, q: SeriesQuery, opts: { onRefreshError?: (e: unknown) => void } = {}) {
+export async function usageTimeseries(db: Db, q: SeriesQuery, opts: { onRefreshError?: (e: unknown) => void; rollups?: boolean } = {}) {
   const range = alignRange(q);
-  const useRollups = !q.accountId && range.step % ROLLUP_MS === 0;
+  // `rollups: false` reads raw rows only (bench/console.ts compares the two)
+  const useRollups = opts.rollups !== false && !q.accountId && range.step % ROLLUP_MS === 0;
   if (useRollups) await refreshRollups(db).catch((e) => opts.onRefreshError?.(e));
   const rows = await db.transaction((tx) => collect(tx, q, range, useRollups), { isolationLevel: "repeatable read", accessMode: "read only" });
 
