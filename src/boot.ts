@@ -1,18 +1,20 @@
 /**
- * Boot: config -> logger -> database (+ migrations) -> plugins -> model registry -> app -> listen,
- * plus background tasks. Shutdown reverses it: stop accepting, finish in-flight requests, stop
- * background work, close plugins and the database.
+ * Boot: config -> logger -> listen (a startup gate answers /healthz at once) -> plugins -> model
+ * registry (cheap: no weights yet) -> database (+ migrations) -> app -> background tasks and model
+ * preloads. Models load on their first request unless preloaded (model-loader.ts). Shutdown
+ * reverses it: stop accepting, finish in-flight requests, stop background work, close plugins and
+ * the database.
  */
 import type { Server } from "bun";
 import { createApp } from "./app.ts";
 import { KeyAuthenticator } from "./auth/authenticate-key.ts";
 import { every, type BackgroundTask } from "./background.ts";
 import { sweepExpiredHolds } from "./billing/index.ts";
-import type { Config } from "./config.ts";
+import { ConfigError, type Config } from "./config.ts";
 import { migrate, openDatabase } from "./db/index.ts";
 import type { AppDeps } from "./deps.ts";
 import { createLogger, type Logger } from "./logger.ts";
-import { buildRegistry, resolveModelList } from "./registry/model-registry.ts";
+import { buildRegistry, resolveModelList, type ModelRegistry } from "./registry/model-registry.ts";
 import { contextFactory } from "./registry/plugin-context.ts";
 import { describeModel } from "./registry/describe-model.ts";
 import { builtinPlugins } from "./registry/builtin-plugins.ts";
@@ -20,8 +22,9 @@ import { hostServices, safeFetchBytes } from "./registry/host-services.ts";
 import { loadExternalPlugins } from "./registry/load-external-plugins.ts";
 import { lockDataDir } from "./db/data-dir-lock.ts";
 import { noOps, type OpsParts } from "./ops/hooks.ts";
-import { createOps } from "./ops/index.ts";
+import { createOps, type Ops } from "./ops/index.ts";
 import { videoBackgroundTasks } from "./modules/videos/index.ts";
+import { startupGate } from "./modules/health/startup-gate.ts";
 
 export interface Running {
   deps: AppDeps;
@@ -46,39 +49,55 @@ export async function openAndMigrate(config: Config, logger: Logger) {
 }
 
 /** The app's dependencies; `ops` defaults to the no-op parts (no limits, logs or metrics). */
-export async function buildDeps(config: Config, logger: Logger = createLogger(config), ops: OpsParts = noOps): Promise<AppDeps> {
-  const database = await openAndMigrate(config, logger);
+export async function buildDeps(config: Config, logger: Logger = createLogger(config), ops: OpsParts = noOps, models?: ModelRegistry): Promise<AppDeps> {
+  // models first: a config mistake stops the boot before the slow database open
+  const registry = models ?? (await buildModels(config, logger));
+  const closeRegistry = () => (models ? Promise.resolve() : registry.close()); // the caller's registry is the caller's to close
+  let database: Awaited<ReturnType<typeof openAndMigrate>>;
   try {
-    const external = await loadExternalPlugins(config.pluginsDir, logger);
-    const plugins = new Map([...builtinPlugins, ...external].map((p) => [p.name, p]));
-    if (plugins.size !== builtinPlugins.length + external.length) {
-      const names = [...builtinPlugins, ...external].map((p) => p.name);
-      const dup = names.find((n, i) => names.indexOf(n) !== i);
-      throw new Error(`two plugins are named "${dup}"`);
-    }
-    const models = resolveModelList(config.models, builtinPlugins, external, config.builtinModels);
-    const registry = await buildRegistry(models, plugins, contextFactory({ logger, env: process.env, safeFetchBytes, host: hostServices() }));
-    for (const m of registry.list()) logger.info(describeModel(m), "model served");
+    database = await openAndMigrate(config, logger);
+  } catch (e) {
+    await closeRegistry();
+    throw e;
+  }
+  try {
     const auth = new KeyAuthenticator(database.db, config.keyCacheMs, (e) => logger.warn({ err: e }, "could not update key last_used_at"));
     const { requestLimit, tokenBudget, telemetry, requestLog, metrics, readinessChecks } = ops;
     return { config, database, registry, logger, auth, requestLimit, tokenBudget, telemetry, requestLog, metrics, readinessChecks };
   } catch (e) {
+    await closeRegistry();
     await database.close();
     throw e;
   }
 }
 
+/** Plugins (built-in and from the plugins directory) and the model registry; no model is loaded yet. */
+export async function buildModels(config: Config, logger: Logger): Promise<ModelRegistry> {
+  const external = await loadExternalPlugins(config.pluginsDir, logger);
+  const plugins = new Map([...builtinPlugins, ...external].map((p) => [p.name, p]));
+  if (plugins.size !== builtinPlugins.length + external.length) {
+    const names = [...builtinPlugins, ...external].map((p) => p.name);
+    const dup = names.find((n, i) => names.indexOf(n) !== i);
+    throw new Error(`two plugins are named "${dup}"`);
+  }
+  const models = resolveModelList(config.models, builtinPlugins, external, config.builtinModels);
+  const unknown = config.preloadModels === "all" ? [] : config.preloadModels.filter((id) => !models.some((m) => m.id === id));
+  if (unknown.length) throw new ConfigError("REELAY_PRELOAD_MODELS", `no model named ${unknown.map((id) => `"${id}"`).join(", ")} (models: ${models.map((m) => m.id).join(", ")})`);
+  const registry = await buildRegistry(models, plugins, contextFactory({ logger, env: process.env, safeFetchBytes, host: hostServices() }), {
+    waitMs: config.loadWaitMs,
+    retryAfterMs: 10_000,
+    log: logger.child({ component: "models" }),
+  });
+  for (const m of registry.list()) logger.info(describeModel(m), "model served");
+  return registry;
+}
+
 export async function startServer(config: Config, opts: { logger?: Logger; listen?: boolean } = {}): Promise<Running> {
   const logger = opts.logger ?? createLogger(config);
-  const ops = await createOps(config, logger);
-  const deps = await buildDeps(config, logger, ops);
-  const app = createApp(deps);
-  const tasks: BackgroundTask[] = [every(config.holdSweepIntervalMs, async () => {
-    const n = await sweepExpiredHolds(deps.database.db);
-    if (n) logger.warn({ released: n }, "released expired holds of requests that never finished");
-  }, (e) => logger.error({ err: e }, "hold sweeper failed")), ...videoBackgroundTasks(deps)];
-  for (const t of tasks) t.start();
-
+  const registry = await buildModels(config, logger);
+  // Listen before anything slow: liveness probes and clients reach the process at once, requests
+  // wait at the gate until the app exists (startup-gate.ts).
+  const gate = startupGate(config.loadWaitMs);
   let server: Server<unknown> | null = null;
   if (opts.listen !== false) {
     server = Bun.serve({
@@ -87,10 +106,31 @@ export async function startServer(config: Config, opts: { logger?: Logger; liste
       // backstop only: createApp answers oversized bodies with a 413 envelope before reading them
       maxRequestBodySize: config.maxBodyBytes + 1024 * 1024,
       idleTimeout: 255,
-      fetch: (req) => app.handle(req),
+      fetch: gate.fetch,
     });
-    logger.info({ url: server.url.href, pid: process.pid, database: deps.database.kind, models: deps.registry.list().map((m) => m.id) }, "reelay listening");
+    logger.info({ url: server.url.href, pid: process.pid, models: registry.list().map((m) => m.id) }, "reelay listening");
   }
+  let ops: Ops | undefined;
+  let deps: AppDeps;
+  try {
+    ops = await createOps(config, logger);
+    deps = await buildDeps(config, logger, ops, registry);
+  } catch (e) {
+    gate.fail(e);
+    await server?.stop(true);
+    await ops?.close();
+    await registry.close();
+    throw e;
+  }
+  const app = createApp(deps);
+  gate.open((req) => app.handle(req));
+  const tasks: BackgroundTask[] = [every(config.holdSweepIntervalMs, async () => {
+    const n = await sweepExpiredHolds(deps.database.db);
+    if (n) logger.warn({ released: n }, "released expired holds of requests that never finished");
+  }, (e) => logger.error({ err: e }, "hold sweeper failed")), ...videoBackgroundTasks(deps)];
+  for (const t of tasks) t.start();
+  deps.registry.preload(config.preloadModels);
+  logger.info({ database: deps.database.kind, models: deps.registry.list().map((m) => m.id), preload: config.preloadModels }, "reelay ready");
 
   let stopping: Promise<void> | null = null;
   const stop = () =>
@@ -106,7 +146,7 @@ export async function startServer(config: Config, opts: { logger?: Logger; liste
       }
       await Promise.allSettled(tasks.map((t) => t.stop()));
       await deps.registry.close();
-      await ops.close();
+      await ops!.close();
       await deps.database.close();
       logger.info("stopped");
     })());

@@ -57,6 +57,10 @@ export interface Config {
   schedulerLeaseMs: number;
   instanceId: string;
   shutdownGraceMs: number;
+  /** models loaded in the background right after start; the others load on their first request */
+  preloadModels: string[] | "all";
+  /** how long a request waits for the server or its model to finish loading before a 503 */
+  loadWaitMs: number;
   rateLimits: RateLimitDefaults;
 }
 
@@ -121,12 +125,21 @@ export function loadConfig(env: Env = process.env): Config {
     schedulerLeaseMs: int(env, "REELAY_SCHEDULER_LEASE_MS", 30_000, 1000, 3_600_000),
     instanceId: str(env, "REELAY_INSTANCE_ID") ?? `${process.pid}-${crypto.randomUUID().slice(0, 8)}`,
     shutdownGraceMs: int(env, "REELAY_SHUTDOWN_GRACE_MS", 10_000, 0, 600_000),
+    preloadModels: preloadList(str(env, "REELAY_PRELOAD_MODELS")),
+    loadWaitMs: int(env, "REELAY_LOAD_WAIT_SECONDS", 30, 1, 3600) * 1000,
     rateLimits: {
       requestsPerMinute: int(env, "REELAY_RATE_RPM", 600, 0),
       tokensPerMinute: int(env, "REELAY_RATE_TPM", 1_000_000, 0),
       concurrentVideoJobs: int(env, "REELAY_RATE_VIDEO_CONCURRENCY", 20, 0),
     },
   };
+}
+
+/** REELAY_PRELOAD_MODELS: "all", "none" (the default) or a comma-separated list of model ids */
+function preloadList(raw: string | null): string[] | "all" {
+  if (raw === null || raw === "none") return [];
+  if (raw === "all") return "all";
+  return raw.split(",").map((s) => s.trim()).filter(Boolean);
 }
 
 const PRICE_KEYS = ["inputPerMillion", "outputPerMillion", "perSecond"] as const;

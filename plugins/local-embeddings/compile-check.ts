@@ -25,6 +25,7 @@ const ctx = {
 } as unknown as PluginContext;
 
 const model = await plugin.create(ctx);
+await model.load!({ signal: new AbortController().signal });
 const inputs = ["How old are you?", "What is your age?"];
 const { data, usage } = await model.embeddings!.embed({ body: {}, inputs }, { signal: new AbortController().signal });
 console.log(JSON.stringify({ usage, tokens: model.embeddings!.countTokens!(inputs) }));

@@ -29,6 +29,7 @@ const embedOne = async (text: string) => (await emb.embed({ body: {}, inputs: [t
 
 beforeAll(async () => {
   instance = await plugin.create(testContext({ batchWindowMs: 5, maxBatchSize: 64 }));
+  await instance.load!({ signal: signal() });
   emb = instance.embeddings!;
 });
 afterAll(() => instance?.close?.());

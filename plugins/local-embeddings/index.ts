@@ -13,11 +13,11 @@
  * Empty strings are rejected (400, param "input"), as OpenAI does: they have no tokens, and the
  * model's sparse input has no row for them.
  */
-import { PLUGIN_API_VERSION, PluginError, type EmbeddingsCapability, type PluginContext, type ReelayPlugin } from "../../src/plugin-sdk/index.ts";
+import { PLUGIN_API_VERSION, PluginError, type EmbeddingsCapability, type ModelInstance, type PluginContext, type ReelayPlugin } from "../../src/plugin-sdk/index.ts";
 import { MicroBatcher } from "./micro-batcher.ts";
 import type { BackendChoice } from "./tf-backend.ts";
 import { loadUseLiteEncoder } from "./use-lite-encoder.ts";
-import { loadVocabulary, resolveModelFiles } from "./load-model.ts";
+import { loadVocabularySync } from "./load-model.ts";
 import { SentencePieceTokenizer } from "./tokenizer.ts";
 import { InferencePool } from "./worker-pool.ts";
 
@@ -50,39 +50,35 @@ function validateOptions(options: Record<string, unknown>): string[] {
   return problems;
 }
 
-async function create(ctx: PluginContext) {
+/**
+ * Cheap: options and the lazily read vocabulary only. The workers and weights come in `load`
+ * (run by the host on the first request, or at start when preloaded), so the server listens at
+ * once and an unused model costs no memory.
+ */
+function create(ctx: PluginContext): ModelInstance {
   const problems = validateOptions(ctx.options);
   if (problems.length > 0) throw new Error(`local-embeddings options: ${problems.join("; ")}`);
   const options = ctx.options as LocalEmbeddingsOptions;
-
-  const started = performance.now();
   const workers = options.workers ?? DEFAULTS.workers;
-  const engine = workers > 0 ? await workerEngine(workers, options) : await inProcessEngine(options);
-  ctx.logger.info("local embeddings model loaded", {
-    backend: engine.backend,
-    workers,
-    ms: Math.round(performance.now() - started),
-  });
-
-  const batcher = new MicroBatcher<number[], Float32Array>((batch) => engine.embed(batch), {
-    windowMs: options.batchWindowMs ?? DEFAULTS.batchWindowMs,
-    maxBatchSize: options.maxBatchSize ?? DEFAULTS.maxBatchSize,
-    parallel: Math.max(1, workers),
-  });
-  const tokenizer = engine.tokenizer;
+  // the tokenizer runs on this thread (token counts for holds, ids for the workers); its vocabulary
+  // is 0.2 MB of JSON, read on first use
+  let tokenizer: SentencePieceTokenizer | undefined;
+  const tokenize = () => (tokenizer ??= new SentencePieceTokenizer(loadVocabularySync(options.modelDir)));
+  let loaded: { engine: Engine; batcher: MicroBatcher<number[], Float32Array> } | undefined;
 
   const embeddings: EmbeddingsCapability = {
     supportsDimensions: false,
     maxInputs: 2048,
     maxInputChars: 20_000,
-    countTokens: (inputs) => inputs.map((t) => tokenizer.encode(t).length),
+    countTokens: (inputs) => inputs.map((t) => tokenize().encode(t).length),
     async embed(req, { signal }) {
-      const tokenized = req.inputs.map((text) => tokenizer.encode(text));
+      if (!loaded) throw new Error("local-embeddings: embed before load");
+      const tokenized = req.inputs.map((text) => tokenize().encode(text));
       const empty = tokenized.findIndex((ids) => ids.length === 0);
       if (empty >= 0) {
         throw new PluginError("invalid_request", `input[${empty}] is empty; embeddings need at least one character`, { param: "input" });
       }
-      const vectors = await batcher.submit(tokenized, signal);
+      const vectors = await loaded.batcher.submit(tokenized, signal);
       const tokens = tokenized.reduce((n, ids) => n + ids.length, 0);
       return {
         data: vectors.map((embedding, index) => ({ index, embedding })),
@@ -93,31 +89,38 @@ async function create(ctx: PluginContext) {
 
   return {
     embeddings,
+    async load() {
+      const started = performance.now();
+      const engine = workers > 0 ? await workerEngine(workers, options) : await inProcessEngine(options);
+      const batcher = new MicroBatcher<number[], Float32Array>((batch) => engine.embed(batch), {
+        windowMs: options.batchWindowMs ?? DEFAULTS.batchWindowMs,
+        maxBatchSize: options.maxBatchSize ?? DEFAULTS.maxBatchSize,
+        parallel: Math.max(1, workers),
+      });
+      loaded = { engine, batcher };
+      ctx.logger.info("local embeddings model loaded", { backend: engine.backend, workers, ms: Math.round(performance.now() - started) });
+    },
     close() {
-      batcher.close();
-      engine.close();
+      loaded?.batcher.close();
+      loaded?.engine.close();
     },
   };
 }
 
 interface Engine {
   backend: string;
-  tokenizer: SentencePieceTokenizer;
   embed(batch: number[][]): Promise<Float32Array[]>;
   close(): void;
 }
 
 async function workerEngine(workers: number, options: LocalEmbeddingsOptions): Promise<Engine> {
-  const [pool, vocabulary] = await Promise.all([
-    InferencePool.start(workers, { modelDir: options.modelDir, backend: options.backend }),
-    resolveModelFiles(options.modelDir).then(loadVocabulary),
-  ]);
-  return { backend: pool.backend, tokenizer: new SentencePieceTokenizer(vocabulary), embed: (b) => pool.embed(b), close: () => pool.close() };
+  const pool = await InferencePool.start(workers, { modelDir: options.modelDir, backend: options.backend });
+  return { backend: pool.backend, embed: (b) => pool.embed(b), close: () => pool.close() };
 }
 
 async function inProcessEngine(options: LocalEmbeddingsOptions): Promise<Engine> {
   const encoder = await loadUseLiteEncoder({ modelDir: options.modelDir, backend: options.backend });
-  return { backend: encoder.backend, tokenizer: encoder.tokenizer, embed: (b) => encoder.embedTokens(b), close: () => encoder.dispose() };
+  return { backend: encoder.backend, embed: (b) => encoder.embedTokens(b), close: () => encoder.dispose() };
 }
 
 export default {

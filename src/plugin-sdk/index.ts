@@ -205,6 +205,15 @@ export interface ModelInstance {
   chat?: ChatCapability;
   embeddings?: EmbeddingsCapability;
   video?: VideoCapability;
+  /**
+   * Heavy start-up work (weights, worker threads, a warm-up pass), kept out of `create`, which must
+   * stay cheap: reelay listens and serves before any model is loaded. The host calls `load` on the
+   * model's first request, or in the background after start for models the operator preloads
+   * (REELAY_PRELOAD_MODELS), never twice at once; capability calls wait for it (bounded, then 503
+   * with Retry-After). /readyz shows the model as `loading`, `ready` or `failed`; after a
+   * rejection a later request calls `load` again. `signal` aborts on shutdown.
+   */
+  load?(opts: { signal: AbortSignal }): Promise<void>;
   /** called on shutdown */
   close?(): Promise<void> | void;
 }

@@ -7,6 +7,7 @@ import type { Config, ModelConfig } from "../config.ts";
 import { ConfigError } from "../config.ts";
 import type { ModelInstance, ModelPricing, PluginContext, ReelayPlugin } from "../plugin-sdk/index.ts";
 import type { Scope } from "../modules/accounts/service.ts";
+import { ModelLoader, waitingInstance, type LoaderLog, type ModelStatus } from "./model-loader.ts";
 
 export type Capability = "chat" | "embeddings" | "video";
 
@@ -19,14 +20,29 @@ export interface RegisteredModel {
   ownedBy: string;
   createdAt: number;
   capabilities: Capability[];
+  /** the plugin's instance; each capability call waits until the model is loaded (model-loader.ts) */
   instance: ModelInstance;
 }
 
 export interface ModelRegistry {
   get(id: string): RegisteredModel | undefined;
   list(): RegisteredModel[];
+  /** each model's load state, for /readyz */
+  statuses(): ModelStatus[];
+  /** start loading these models in the background ("all": every model); a failure only marks the model failed */
+  preload(ids: string[] | "all"): void;
   close(): Promise<void>;
 }
+
+export interface LoadPolicy {
+  /** how long a request waits for its model to load before a 503 */
+  waitMs: number;
+  /** a failed load is tried again by a request arriving this long after the failure */
+  retryAfterMs: number;
+  log: LoaderLog;
+}
+
+const QUIET: LoaderLog = { info: () => {}, error: () => {} };
 
 export type ContextFactory = (model: ModelConfig, plugin: ReelayPlugin) => PluginContext;
 
@@ -60,8 +76,18 @@ export function resolveModelList(configured: ModelConfig[] | null, builtin: Reel
   return list;
 }
 
-export async function buildRegistry(models: ModelConfig[], plugins: Map<string, ReelayPlugin>, makeContext: ContextFactory): Promise<ModelRegistry> {
+/**
+ * Create every model's instance. `create` is cheap by contract (no weights, no threads), so this
+ * runs before the server is ready; heavy loading is each instance's `load`, run by a ModelLoader.
+ */
+export async function buildRegistry(
+  models: ModelConfig[],
+  plugins: Map<string, ReelayPlugin>,
+  makeContext: ContextFactory,
+  policy: LoadPolicy = { waitMs: 60_000, retryAfterMs: 10_000, log: QUIET },
+): Promise<ModelRegistry> {
   const byId = new Map<string, RegisteredModel>();
+  const loaders = new Map<string, ModelLoader>();
   const now = Math.floor(Date.now() / 1000);
   for (const [i, m] of models.entries()) {
     const plugin = plugins.get(m.plugin);
@@ -76,12 +102,19 @@ export async function buildRegistry(models: ModelConfig[], plugins: Map<string, 
     }
     const capabilities = (["chat", "embeddings", "video"] as const).filter((c) => instance[c]);
     if (!capabilities.length) throw new ConfigError(`models[${i}]`, `plugin "${m.plugin}" gave model "${m.id}" no capability (chat, embeddings or video)`);
-    byId.set(m.id, { id: m.id, plugin: m.plugin, pricing: m.pricing, maxOutputTokens: m.maxOutputTokens, contextLength: m.contextLength, ownedBy: m.ownedBy ?? "reelay", createdAt: now, capabilities, instance });
+    const loader = new ModelLoader(m.id, instance.load?.bind(instance), policy);
+    loaders.set(m.id, loader);
+    byId.set(m.id, { id: m.id, plugin: m.plugin, pricing: m.pricing, maxOutputTokens: m.maxOutputTokens, contextLength: m.contextLength, ownedBy: m.ownedBy ?? "reelay", createdAt: now, capabilities, instance: waitingInstance(instance, loader) });
   }
   return {
     get: (id) => byId.get(id),
     list: () => [...byId.values()],
+    statuses: () => [...loaders.values()].map((l) => l.status()),
+    preload(ids) {
+      for (const l of loaders.values()) if (ids === "all" || ids.includes(l.id)) l.start().catch(() => {}); // logged by the loader
+    },
     close: async () => {
+      for (const l of loaders.values()) l.close();
       await Promise.allSettled([...byId.values()].map((m) => m.instance.close?.()));
     },
   };

@@ -49,6 +49,8 @@ export function runPluginContract(name: string, makePlugin: () => ReelayPlugin |
       await opts.setup?.();
       plugin = await makePlugin();
       instance = await plugin.create(testPluginContext(options(), opts.ctx));
+      // as the host does before the first capability call (src/registry/model-loader.ts)
+      await instance.load?.({ signal: signal() });
     });
     afterAll(async () => {
       await instance?.close?.();
@@ -162,7 +164,7 @@ export function runPluginContract(name: string, makePlugin: () => ReelayPlugin |
       });
     });
 
-    test("close() may be called twice", async () => {
+    test("close() may be called twice, also on an instance that was never loaded", async () => {
       // a second instance, so closing it does not disturb the shared one
       const other = await plugin.create(testPluginContext(options(), opts.ctx));
       await other.close?.();

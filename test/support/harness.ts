@@ -102,7 +102,7 @@ export function freePort(): number {
 
 /**
  * Wait until the child `pid` logs "reelay listening" on `port` (the line carries its pid), then
- * until /healthz answers: a fixed or reused port held by another process is never mistaken for
+ * until /readyz answers 200 (the port opens before the database; /healthz is 200 from the start): a fixed or reused port held by another process is never mistaken for
  * ours, and a child that exits (port taken, bad config) fails at once with its output.
  */
 export async function waitForOwnListener(child: { pid: number; exitCode: number | null }, port: number, output: () => string, timeoutMs = 60_000): Promise<void> {
@@ -121,7 +121,7 @@ export async function waitForOwnListener(child: { pid: number; exitCode: number 
     if (Date.now() > end) throw new Error(`pid ${child.pid} did not log "reelay listening" on port ${port} within ${timeoutMs} ms:\n${output()}`);
     await Bun.sleep(50);
   }
-  await waitForOk(`http://127.0.0.1:${port}/healthz`, Math.max(1000, end - Date.now()));
+  await waitForOk(`http://127.0.0.1:${port}/readyz`, Math.max(1000, end - Date.now()));
 }
 
 /** Wait until `url` answers 200, or throw after `timeoutMs`. */
