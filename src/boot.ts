@@ -38,6 +38,7 @@ export interface Running {
 export async function openAndMigrate(config: Config, logger: Logger) {
   const unlock = config.databaseUrl ? () => {} : lockDataDir(config.dataDir);
   const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  if (database.seeded) logger.info({ dataDir: config.dataDir }, "new PGlite data dir unpacked from the embedded seed");
   const applied = await migrate(database.db);
   if (applied.length) logger.info({ applied, database: database.kind }, "migrations applied");
   const close = database.close;

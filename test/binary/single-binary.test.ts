@@ -107,3 +107,36 @@ test("serves the API and the offline docs UI, then stops gracefully on SIGTERM",
   // the data directory is released: the CLI can open it again
   expect(cli("balance", "--account", account).code).toBe(0);
 }, 180_000);
+
+test("a fresh data dir: /healthz answers before the database is open, /readyz goes 503 starting → 200, and the data dir comes from the embedded seed", async () => {
+  const port = freePort();
+  const logFile = join(dir, `fresh-${port}.log`);
+  const proc = Bun.spawn([bin, "serve"], { cwd: dir, env: { ...env(port), REELAY_DATA_DIR: join(dir, "fresh-data") }, stdout: Bun.file(logFile), stderr: "inherit" });
+  const log = () => (existsSync(logFile) ? readFileSync(logFile, "utf8") : "");
+  try {
+    // our own process: its "reelay listening" line carries its pid
+    for (const end = Date.now() + 60_000; !log().split("\n").some((l) => l.includes('"msg":"reelay listening"') && l.includes(`"pid":${proc.pid}`)); ) {
+      if (Date.now() > end || proc.exitCode !== null) throw new Error(`no listening line:\n${log()}`);
+      await Bun.sleep(2);
+    }
+    let healthzAt = 0, readyAt = 0, sawStarting = false, ready: any;
+    for (let i = 0; !readyAt && i < 20_000; i++) {
+      const t = performance.now();
+      if (!healthzAt && (await fetch(`http://127.0.0.1:${port}/healthz`)).status === 200) healthzAt = t;
+      const r = await fetch(`http://127.0.0.1:${port}/readyz`);
+      const body = await r.json();
+      if (r.status === 503 && body.checks[0].detail.startsWith("starting")) sawStarting = true;
+      if (r.status === 200) (readyAt = performance.now()), (ready = body);
+      else await Bun.sleep(3);
+    }
+    expect(healthzAt).toBeGreaterThan(0);
+    expect(sawStarting).toBe(true);
+    expect(readyAt).toBeGreaterThan(healthzAt);
+    expect(ready.models).toEqual([{ id: "use-lite", state: "unloaded" }, { id: "preview-motion", state: "ready" }]);
+    expect(log()).toContain("new PGlite data dir unpacked from the embedded seed");
+    expect(log()).not.toContain("migrations applied"); // the seed is the binary's own migrations
+  } finally {
+    proc.kill("SIGTERM");
+  }
+  expect(await proc.exited).toBe(0);
+}, 120_000);
