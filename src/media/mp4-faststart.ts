@@ -2,7 +2,9 @@
  * Moves an MP4's `moov` box in front of its `mdat`, so a browser can start playing before the whole
  * file has arrived. h264-mp4-encoder (minimp4) writes `ftyp free mdat moov free`; moving `moov`
  * shifts the sample data, so every chunk offset in `stco` / `co64` is rewritten by the distance its
- * `mdat` moved. Pure byte shuffling: same input, same output.
+ * `mdat` moved. The creation and modification times minimp4 stamps into `mvhd`, `tkhd` and `mdhd`
+ * (the wall clock, in seconds) are zeroed, so the same frames always give the same bytes (two
+ * renders of one request straddling a second boundary differed in 8 bytes).
  */
 
 export interface TopLevelBox {
@@ -73,7 +75,9 @@ export function moveMoovToFront(file: Uint8Array): Uint8Array {
 
 const CONTAINERS = new Set(["moov", "trak", "mdia", "minf", "stbl", "edts", "udta", "mvex", "moof", "traf"]);
 
-/** Walks a box tree (starting at one box) and rewrites every stco / co64 entry in place. */
+const TIMED = new Set(["mvhd", "tkhd", "mdhd"]);
+
+/** Walks a box tree (starting at one box), rewrites every stco / co64 entry and zeroes the timestamps, in place. */
 function patchChunkOffsets(box: Uint8Array, relocate: (offset: number) => number): void {
   const v = new DataView(box.buffer, box.byteOffset, box.byteLength);
   const walk = (from: number, to: number): void => {
@@ -83,7 +87,11 @@ function patchChunkOffsets(box: Uint8Array, relocate: (offset: number) => number
       const type = String.fromCharCode(box[at + 4]!, box[at + 5]!, box[at + 6]!, box[at + 7]!);
       if (size < 8 || at + size > to) throw new Error(`mp4: box '${type}' inside moov has bad size ${size}`);
       if (CONTAINERS.has(type)) walk(at + 8, at + size);
-      else if (type === "stco") {
+      else if (TIMED.has(type)) {
+        // full box: version (1 byte) + flags (3), then creation and modification time, 32 or 64 bits
+        if (box[at + 8] === 1) (v.setBigUint64(at + 12, 0n), v.setBigUint64(at + 20, 0n));
+        else (v.setUint32(at + 12, 0), v.setUint32(at + 16, 0));
+      } else if (type === "stco") {
         const count = v.getUint32(at + 12);
         for (let i = 0; i < count; i++) {
           const p = at + 16 + i * 4;
