@@ -8,10 +8,16 @@
  * instead of queueing, so during an outage requests pay nothing. After a failed command Redis is
  * skipped for 1 s, so a hung (connected but silent) Redis costs one 100 ms timeout per second, not
  * one per request. ioredis keeps reconnecting; the next successful command ends the outage.
+ *
+ * Rates (consume) go through leases (leases.ts): units are taken from Redis in slices of 1% of the
+ * limit and spent locally, so a busy key costs a round trip per slice, not per request; the
+ * tolerance this costs across instances is stated there. Slots (video concurrency) are one round
+ * trip each: they are taken once per job, not per request.
  */
 import Redis from "ioredis";
 import { createMemoryLimiter } from "./memory-limiter.ts";
-import { ACQUIRE_SLOT_LUA, CONSUME_LUA, EXTEND_SLOT_LUA } from "./redis-scripts.ts";
+import { LeasedBuckets, type Take } from "./leases.ts";
+import { ACQUIRE_SLOT_LUA, EXTEND_SLOT_LUA, GIVE_BACK_LUA, TAKE_LUA } from "./redis-scripts.ts";
 import { assertConsumeArgs, assertSlotArgs, type LimiterLogger, type RateLimiter } from "./types.ts";
 
 export interface RedisLimiterOptions {
@@ -25,7 +31,8 @@ export interface RedisLimiterOptions {
 }
 
 type LimiterRedis = Redis & {
-  reelayConsume(key: string, cost: number, limit: number, windowMs: number): Promise<[number, number, number]>;
+  reelayTake(key: string, min: number, want: number, limit: number, windowMs: number): Promise<[number, number, number, number]>;
+  reelayGiveBack(key: string, units: number, limit: number, windowMs: number): Promise<number>;
   reelayAcquireSlot(key: string, max: number, ttlMs: number, token: string): Promise<number>;
   reelayExtendSlot(key: string, token: string, ttlMs: number): Promise<number>;
 };
@@ -52,7 +59,8 @@ export function createRedisLimiter(url: string, opts: RedisLimiterOptions = {}):
     // reconnect quickly: every second in fallback is a second of per-instance limits
     retryStrategy: (times) => Math.min(times * 100, 1000),
   }) as LimiterRedis;
-  redis.defineCommand("reelayConsume", { numberOfKeys: 1, lua: CONSUME_LUA });
+  redis.defineCommand("reelayTake", { numberOfKeys: 1, lua: TAKE_LUA });
+  redis.defineCommand("reelayGiveBack", { numberOfKeys: 1, lua: GIVE_BACK_LUA });
   redis.defineCommand("reelayAcquireSlot", { numberOfKeys: 1, lua: ACQUIRE_SLOT_LUA });
   redis.defineCommand("reelayExtendSlot", { numberOfKeys: 1, lua: EXTEND_SLOT_LUA });
 
@@ -84,35 +92,51 @@ export function createRedisLimiter(url: string, opts: RedisLimiterOptions = {}):
 
   const usable = () => redis.status === "ready" && Date.now() >= skipUntil;
 
-  async function withFallback<T>(viaRedis: () => Promise<T>, viaFallback: () => Promise<T>): Promise<T> {
-    if (!usable()) {
-      startOutage(`redis status ${redis.status}`);
-      return viaFallback();
-    }
+  const rateKey = (key: string) => `${prefix}rate:${key}`;
+  const slotKey = (key: string) => `${prefix}slot:${key}`;
+
+  /** One Redis command; throws when Redis is being skipped or the command fails. */
+  async function viaRedis<T>(command: () => Promise<T>): Promise<T> {
+    if (!usable()) throw new Error(`redis status ${redis.status}`);
     try {
-      const result = await viaRedis();
+      const result = await command();
       endOutage();
       return result;
     } catch (err) {
       skipUntil = Date.now() + SKIP_AFTER_FAILURE_MS;
+      throw err;
+    }
+  }
+
+  async function withFallback<T>(command: () => Promise<T>, viaFallback: () => Promise<T>): Promise<T> {
+    try {
+      return await viaRedis(command);
+    } catch (err) {
       startOutage((err as Error)?.message ?? String(err));
       return viaFallback();
     }
   }
 
-  const rateKey = (key: string) => `${prefix}rate:${key}`;
-  const slotKey = (key: string) => `${prefix}slot:${key}`;
+  const leases = new LeasedBuckets({
+    async take(key, min, want, limit, windowMs): Promise<Take> {
+      const [allowed, granted, remaining, resetMs] = await viaRedis(() => redis.reelayTake(rateKey(key), min, want, limit, windowMs));
+      return { allowed: allowed === 1, granted, remaining, resetMs };
+    },
+    async giveBack(key, units, limit, windowMs) {
+      await viaRedis(() => redis.reelayGiveBack(rateKey(key), units, limit, windowMs));
+    },
+  });
 
   return {
     async consume(key, cost, limit, windowMs) {
       assertConsumeArgs(key, cost, limit, windowMs);
-      return withFallback(
-        async () => {
-          const [allowed, remaining, resetMs] = await redis.reelayConsume(rateKey(key), cost, limit, windowMs);
-          return { allowed: allowed === 1, limit, remaining, resetMs };
-        },
-        () => fallback.consume(key, cost, limit, windowMs),
-      );
+      // the leases ask Redis (viaRedis) only when their units run out
+      try {
+        return await leases.consume(key, cost, limit, windowMs);
+      } catch (err) {
+        startOutage((err as Error)?.message ?? String(err));
+        return fallback.consume(key, cost, limit, windowMs);
+      }
     },
     async acquireSlot(key, max, ttlMs) {
       assertSlotArgs(key, max, ttlMs);
@@ -144,6 +168,7 @@ export function createRedisLimiter(url: string, opts: RedisLimiterOptions = {}):
     },
     health: () => ({ backend: "redis", degraded: !usable() }),
     async close() {
+      await leases.close(); // give unspent units back while Redis is still connected
       closed = true;
       if (redis.status === "ready") await redis.quit().catch(() => redis.disconnect());
       else redis.disconnect();
