@@ -172,6 +172,43 @@ describe("RunPod protocol against the fake worker", () => {
     expect(err.message).not.toContain(KEY);
   });
 
+  test("404 or 405 to POST /run: a final error telling the operator to check baseUrl (the URL only in the log)", async () => {
+    const site = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("<h1>405 Not Allowed</h1>", { status: 405, headers: { "content-type": "text/html" } }) });
+    try {
+      for (const [baseUrl, status] of [[`${worker.origin}/v2`, 404], [`http://127.0.0.1:${site.port}`, 405]] as const) {
+        const { video, ctx } = model({ baseUrl });
+        const err = await thrown(video.submit(request(), { signal: signal() }));
+        expect(err).toBeInstanceOf(PluginError);
+        expect(err).toMatchObject({ status, retryable: false, code: "worker_endpoint_not_found" });
+        expect(err.message).toBe(`the GPU worker answered ${status} to POST /run: no worker endpoint at the model's baseUrl (the operator must check baseUrl)`);
+        expect(ctx.logs).toContainEqual({ level: "error", msg: "GPU worker has no /run endpoint at baseUrl: check the model's baseUrl", fields: { baseUrl, status } });
+      }
+    } finally {
+      site.stop(true);
+    }
+  });
+
+  test("boot: an unreachable baseUrl is warned about at once, naming it; a reachable one is not", async () => {
+    const closed = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
+    const deadUrl = `http://127.0.0.1:${closed.port}/v2/x`;
+    closed.stop(true);
+    const downCtx = testPluginContext({ baseUrl: deadUrl });
+    const down = plugin.create(downCtx) as ModelInstance;
+    const up = model(); // the fake worker answers (404 to /health counts as reachable)
+    const upInstance = plugin.create(up.ctx) as ModelInstance;
+    try {
+      for (let i = 0; i < 100 && !downCtx.logs.some((l) => l.level === "warn"); i++) await Bun.sleep(20);
+      expect(downCtx.logs.filter((l) => l.level === "warn")).toEqual([
+        { level: "warn", msg: "GPU worker unreachable at boot: check the model's baseUrl and the worker", fields: { baseUrl: deadUrl, reason: expect.any(String) } },
+      ]);
+      await Bun.sleep(200);
+      expect(up.ctx.logs.filter((l) => l.level === "warn")).toEqual([]);
+    } finally {
+      await down.close?.();
+      await upInstance.close?.();
+    }
+  });
+
   test("an unreachable worker and a slow worker are retryable connect / timeout errors", async () => {
     const closed = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
     const deadUrl = `http://127.0.0.1:${closed.port}/v2/x`;

@@ -11,6 +11,9 @@ import { readOutput } from "./read-output.ts";
 import { RunpodClient } from "./runpod-client.ts";
 
 export type { RemoteGpuOptions } from "./options.ts";
+
+/** the boot reachability probe gives up after 5 s (a cold RunPod endpoint answers /health in < 1 s) */
+const BOOT_PROBE_MS = 5_000;
 export { buildInput, DEFAULT_MAPPING } from "./input-mapping.ts";
 
 export default definePlugin({
@@ -26,8 +29,14 @@ export default definePlugin({
       if (!apiKey) throw new Error(`apiKeyEnv names the environment variable ${opts.apiKeyEnv}, which is not set`);
     }
     const worker = new RunpodClient(ctx, opts, apiKey);
+    // a typo'd or down worker is said at boot, not at the first paid job; boot does not wait for it
+    const probing = new AbortController();
+    void worker.probe(AbortSignal.any([probing.signal, AbortSignal.timeout(BOOT_PROBE_MS)])).then((r) => {
+      if (!r.reachable && !probing.signal.aborted) ctx.logger.warn("GPU worker unreachable at boot: check the model's baseUrl and the worker", { baseUrl: opts.baseUrl, reason: r.reason });
+    });
 
     return {
+      close: async () => probing.abort(),
       video: {
         maxConcurrency: opts.maxConcurrency,
         pollIntervalMs: opts.pollIntervalMs,

@@ -20,8 +20,36 @@ export class RunpodClient {
     if (apiKey) this.headers.authorization = `Bearer ${apiKey}`;
   }
 
-  run(input: Record<string, unknown>, signal: AbortSignal): Promise<WorkerAnswer> {
-    return this.call("POST", "/run", signal, { input });
+  /**
+   * 404 or 405 to POST /run means no RunPod-style endpoint lives at baseUrl (a typo, a missing
+   * /v2/<endpoint-id>, a web server): no retry can fix that, so it is a final failure telling the
+   * operator where to look (the URL itself goes to the log, not to the API client).
+   */
+  async run(input: Record<string, unknown>, signal: AbortSignal): Promise<WorkerAnswer> {
+    const answer = await this.call("POST", "/run", signal, { input }, true);
+    if (answer.status === 404 || answer.status === 405) {
+      this.ctx.logger.error("GPU worker has no /run endpoint at baseUrl: check the model's baseUrl", { baseUrl: this.opts.baseUrl, status: answer.status });
+      throw new PluginError("upstream_http", `the GPU worker answered ${answer.status} to POST /run: no worker endpoint at the model's baseUrl (the operator must check baseUrl)`, {
+        status: answer.status,
+        code: "worker_endpoint_not_found",
+        retryable: false,
+      });
+    }
+    return answer;
+  }
+
+  /**
+   * Boot check: does anything answer at baseUrl? Any HTTP status counts as reachable (RunPod serves
+   * GET /health, other workers may 404 it); only a connection error or a timeout is reported.
+   */
+  async probe(signal: AbortSignal): Promise<{ reachable: true; status: number } | { reachable: false; reason: string }> {
+    try {
+      const res = await this.ctx.fetch(this.opts.baseUrl + "/health", { headers: this.headers, signal });
+      await res.body?.cancel();
+      return { reachable: true, status: res.status };
+    } catch (err) {
+      return { reachable: false, reason: (err as Error)?.message ?? String(err) };
+    }
   }
 
   status(id: string, signal: AbortSignal): Promise<WorkerAnswer> {
@@ -36,7 +64,7 @@ export class RunpodClient {
    * One call. 404 is returned (not thrown): on /status it means the worker lost the job. Bodies are
    * read with a cap: a base64 output is 4/3 of maxOutputBytes, plus room for the JSON around it.
    */
-  private async call(method: string, path: string, signal: AbortSignal, body?: unknown): Promise<WorkerAnswer> {
+  private async call(method: string, path: string, signal: AbortSignal, body?: unknown, returnMissing = false): Promise<WorkerAnswer> {
     const deadline = AbortSignal.timeout(this.opts.timeouts.requestMs);
     const both = AbortSignal.any([signal, deadline]);
     const what = `${method} ${path.replace(/\/[^/]+$/, path === "/run" ? "/run" : "/{id}")}`;
@@ -53,7 +81,7 @@ export class RunpodClient {
       if (err instanceof PluginError) throw err;
       throw this.transportError(err, what, signal, deadline);
     }
-    if (res.status === 404) return { status: 404, json: null };
+    if (res.status === 404 || (returnMissing && res.status === 405)) return { status: res.status, json: null };
     if (res.status < 200 || res.status > 299) {
       // RunPod error bodies are {"error": "..."}; keep it short, it ends up in job errors and logs
       const detail = safeJson(text)?.error ?? text.slice(0, 200);

@@ -15,6 +15,8 @@ const KEY_ENV = "REELAY_TEST_GPU_KEY";
 process.env[KEY_ENV] = "rp-flow-secret-key";
 const worker = await startFakeGpuWorker({ queueMs: 100, runMs: 300, apiKey: process.env[KEY_ENV] });
 const IMAGE = Buffer.from(CONTRACT_PNG).toString("base64");
+// a plain web server where an operator might point baseUrl by mistake: POST is 405, in HTML
+const staticSite = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: (req) => req.method === "GET" ? new Response("<h1>hello</h1>", { headers: { "content-type": "text/html" } }) : new Response("<html><body><h1>405 Not Allowed</h1></body></html>", { status: 405, headers: { "content-type": "text/html" } }) });
 
 function modelsFile(): string {
   const options = (extra: Record<string, unknown> = {}) => ({
@@ -25,6 +27,9 @@ function modelsFile(): string {
   writeFileSync(file, JSON.stringify({ builtins: false, models: [
     { id: "wan-i2v", plugin: "remote-gpu-video", options: options(), pricing: { perSecond: PRICE } },
     { id: "wan-i2v-url", plugin: "remote-gpu-video", options: options({ outputPath: "output.video" }), pricing: { perSecond: PRICE } },
+    // v1 for v2: the typo the issue saw
+    { id: "wan-typo", plugin: "remote-gpu-video", options: options({ baseUrl: `${worker.origin}/v1/fake-endpoint` }), pricing: { perSecond: PRICE } },
+    { id: "wan-static", plugin: "remote-gpu-video", options: options({ baseUrl: `http://127.0.0.1:${staticSite.port}/api` }), pricing: { perSecond: PRICE } },
   ] }));
   return file;
 }
@@ -40,6 +45,7 @@ afterAll(async () => {
   await s?.close(); // drops only the harness's own (unused) database
   await dropDatabase(databaseUrl);
   await worker.stop();
+  staticSite.stop(true);
 });
 beforeEach(() => worker.reset());
 
@@ -127,6 +133,32 @@ describe("remote GPU video, end to end", () => {
     expect(worker.count("run")).toBe(3); // two refused, one accepted
     expect(worker.jobs.size).toBe(1);
     expect(await a.account()).toMatchObject({ balance: 1_000_000 - 2 * PRICE, held: 0 });
+  }, 60_000);
+
+  test("a baseUrl with no worker behind it (404, or 405 from a web server) fails the job at once with a clear message; hold released", async () => {
+    const c = await s.newClient({ credits: 1_000_000 });
+    const a = api(s.url, c.key);
+    for (const [model, status] of [["wan-typo", 404], ["wan-static", 405]] as const) {
+      const done = await a.waitFinal((await a.submit({ model })).id);
+      expect({ status: done.status, error: done.error }).toEqual({
+        status: "failed",
+        error: { code: "worker_endpoint_not_found", message: `the GPU worker answered ${status} to POST /run: no worker endpoint at the model's baseUrl (the operator must check baseUrl)` },
+      });
+      expect(await a.account()).toMatchObject({ balance: 1_000_000, held: 0 });
+    }
+    expect(worker.calls.map((x) => x.request ?? x.kind)).toEqual(["POST /v1/fake-endpoint/run"]); // submitted once, not retried
+  }, 60_000);
+
+  test("a worker refusing every /run (503): the job fails after 5 submits in a row, as documented; nothing charged", async () => {
+    worker.failNext("run", 100, 503);
+    const c = await s.newClient({ credits: 1_000_000 });
+    const a = api(s.url, c.key);
+    const done = await a.waitFinal((await a.submit({ model: "wan-i2v" })).id);
+    expect(done.status).toBe("failed");
+    expect(done.error.code).toBe("upstream_error");
+    expect(done.error.message).toStartWith("the provider kept failing (5 times); last error: submit: GPU worker answered POST /run with HTTP 503");
+    expect(worker.count("run")).toBe(5);
+    expect(await a.account()).toMatchObject({ balance: 1_000_000, held: 0 });
   }, 60_000);
 
   test("cancel → the worker receives /cancel for its job, the client is not charged", async () => {

@@ -41,7 +41,10 @@ export interface WorkerBehaviour {
 }
 
 export interface WorkerCall {
-  kind: "run" | "status" | "cancel" | "output";
+  /** "other": a path outside the protocol (a model whose baseUrl is wrong), answered 404 */
+  kind: "run" | "status" | "cancel" | "output" | "other";
+  /** method and path, e.g. "POST /v2/fake-endpoint/run" */
+  request?: string;
   id?: string;
   at: number;
   auth: string | null;
@@ -129,7 +132,10 @@ export async function startFakeGpuWorker(initial: WorkerBehaviour = {}) {
         if (!job) return json({ error: "no such output" }, 404);
         return new Response(await mp4For(job), { headers: { "content-type": "video/mp4" } });
       }
-      if (!m) return json({ error: "not found" }, 404);
+      if (!m) {
+        calls.push({ kind: "other", request: `${req.method} ${url.pathname}`, at: Date.now(), auth });
+        return json({ error: "not found" }, 404);
+      }
       const kind = m[1] as "run" | "status" | "cancel";
       const id = m[2];
       const call: WorkerCall = { kind, id, at: Date.now(), auth };

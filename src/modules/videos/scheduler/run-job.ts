@@ -18,10 +18,15 @@ import { safeFetchBytes, SafeFetchError } from "../../../net/safe-fetch.ts";
 import { beginSubmitAttempt, releaseJob, saveProgress, type ClaimedJob } from "./claim-due-jobs.ts";
 import { completeJob, failJob, reportTransition, transition } from "./transitions.ts";
 
-/** a provider that loses a job three times will likely lose it again; fail instead of looping */
-export const MAX_SUBMIT_ATTEMPTS = 3;
 /** consecutive retryable errors before the job fails: 0.5+1+2+4 s of backoff ≈ 8 s of outage tolerated */
 export const MAX_ERROR_STREAK = 5;
+/**
+ * Submits per job, whatever ended the previous ones (a retryable error, a lost handle): equal to
+ * MAX_ERROR_STREAK so a worker refusing every /run fails the job after the documented "5 in a row"
+ * (it was 3, which stopped submits after 1.5 s of backoff); a provider that loses a job five times
+ * will lose it again, so the loop ends there.
+ */
+export const MAX_SUBMIT_ATTEMPTS = MAX_ERROR_STREAK;
 const BACKOFF_BASE_MS = 500;
 const BACKOFF_CAP_MS = 30_000;
 const DEFAULT_POLL_MS = 1_000;
