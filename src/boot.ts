@@ -25,6 +25,7 @@ import { noOps, type OpsParts } from "./ops/hooks.ts";
 import { createOps, type Ops } from "./ops/index.ts";
 import { videoBackgroundTasks } from "./modules/videos/index.ts";
 import { startupGate } from "./modules/health/startup-gate.ts";
+import { assertPortFree } from "./net/assert-port-free.ts";
 
 export interface Running {
   deps: AppDeps;
@@ -95,6 +96,7 @@ export async function buildModels(config: Config, logger: Logger): Promise<Model
 
 export async function startServer(config: Config, opts: { logger?: Logger; listen?: boolean } = {}): Promise<Running> {
   const logger = opts.logger ?? createLogger(config);
+  if (opts.listen !== false) assertPortFree(config.host, config.port); // a clear message, before plugins and models
   const registry = await buildModels(config, logger);
   // Listen before anything slow: liveness probes and clients reach the process at once, requests
   // wait at the gate until the app exists (startup-gate.ts).
