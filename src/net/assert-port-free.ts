@@ -8,13 +8,11 @@ import { ConfigError } from "../config.ts";
 
 export function assertPortFree(host: string, port: number): void {
   if (port === 0) return; // the OS picks a free one
-  let probe: ReturnType<typeof Bun.listen>;
   try {
-    probe = Bun.listen({ hostname: host, port, socket: { data() {} } });
+    Bun.listen({ hostname: host, port, socket: { data() {} } }).stop(true);
   } catch (e) {
     throw portError(host, port, e);
   }
-  probe.stop(true);
 }
 
 /** a listen failure in words: which port, and what to do */
