@@ -23,6 +23,8 @@ export interface ModelConfig {
   maxOutputTokens?: number;
   contextLength?: number;
   ownedBy?: string;
+  /** shown in GET /v1/models */
+  description?: string;
 }
 
 export interface RateLimitDefaults {
@@ -184,7 +186,7 @@ export function parseModels(doc: unknown): ModelConfig[] {
     if (!m || typeof m !== "object") throw new ConfigError(at(""), "expected an object");
     const o = m as Record<string, unknown>;
     for (const k of Object.keys(o)) {
-      if (!["id", "plugin", "options", "pricing", "maxOutputTokens", "contextLength", "ownedBy"].includes(k)) throw new ConfigError(at(k), "unknown key");
+      if (!["id", "plugin", "options", "pricing", "maxOutputTokens", "contextLength", "ownedBy", "description"].includes(k)) throw new ConfigError(at(k), "unknown key");
     }
     if (typeof o.id !== "string" || !/^[A-Za-z0-9][\w.:/-]{0,127}$/.test(o.id)) throw new ConfigError(at("id"), "expected a model id (letters, digits, . _ : / -)");
     if (seen.has(o.id)) throw new ConfigError(at("id"), `duplicate model id "${o.id}"`);
@@ -211,6 +213,7 @@ export function parseModels(doc: unknown): ModelConfig[] {
       maxOutputTokens: o.maxOutputTokens as number | undefined,
       contextLength: o.contextLength as number | undefined,
       ownedBy: typeof o.ownedBy === "string" ? o.ownedBy : undefined,
+      description: typeof o.description === "string" ? o.description : undefined,
     };
   });
 }

@@ -2,7 +2,8 @@
  * PluginError → the ApiError a client sees, for every route that calls a plugin (chat, embeddings,
  * video submit). Statuses per DESIGN.md: the request is wrong → 400; the upstream's own 4xx is
  * passed on (it is about the request), except 401/403, which are about reelay's credentials → 502;
- * 5xx, refused/reset connections and garbage → 502; timeouts → 504.
+ * 5xx, refused/reset connections and garbage → 502; timeouts → 504; a local model at capacity → 503
+ * with Retry-After.
  */
 import { ApiError, internalError, type ErrorType } from "../errors.ts";
 import { PluginError } from "../plugin-sdk/index.ts";
@@ -49,5 +50,7 @@ export function clientErrorFrom(err: unknown): ApiError {
       return new ApiError(502, "upstream_error", `The model's upstream sent an invalid answer: ${err.message}.`, { code: "upstream_malformed", cause: err });
     case "failed":
       return new ApiError(502, "upstream_error", err.message, { code: err.code ?? "upstream_error", cause: err });
+    case "overloaded":
+      return new ApiError(503, "service_unavailable", err.message, { code: err.code ?? "model_overloaded", headers: { "retry-after": String(err.retryAfterSeconds ?? 1) }, cause: err });
   }
 }

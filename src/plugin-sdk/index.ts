@@ -29,6 +29,8 @@ export interface ModelDeclaration {
   maxOutputTokens?: number;
   contextLength?: number;
   ownedBy?: string;
+  /** what the model does, in a sentence or two (shown in GET /v1/models) */
+  description?: string;
 }
 
 export interface PluginLogger {
@@ -86,8 +88,9 @@ export interface HostServices {
  * - `malformed`: the upstream sent something that is not its protocol (502)
  * - `invalid_request`: the request cannot be served by this model (400, `param` names the field)
  * - `failed`: a video generation failed for good (job failed, no charge)
+ * - `overloaded`: a local model is at capacity (503 with `Retry-After: retryAfterSeconds`, default 1)
  */
-export type PluginErrorKind = "upstream_http" | "connect" | "timeout" | "malformed" | "invalid_request" | "failed";
+export type PluginErrorKind = "upstream_http" | "connect" | "timeout" | "malformed" | "invalid_request" | "failed" | "overloaded";
 
 export class PluginError extends Error {
   readonly kind: PluginErrorKind;
@@ -95,13 +98,15 @@ export class PluginError extends Error {
   readonly code?: string;
   readonly param?: string | null;
   readonly retryable: boolean;
-  constructor(kind: PluginErrorKind, message: string, opts: { status?: number; code?: string; param?: string | null; retryable?: boolean; cause?: unknown } = {}) {
+  readonly retryAfterSeconds?: number;
+  constructor(kind: PluginErrorKind, message: string, opts: { status?: number; code?: string; param?: string | null; retryable?: boolean; retryAfterSeconds?: number; cause?: unknown } = {}) {
     super(message, { cause: opts.cause });
     this.name = "PluginError";
     this.kind = kind;
     this.status = opts.status;
     this.code = opts.code;
     this.param = opts.param ?? null;
+    this.retryAfterSeconds = opts.retryAfterSeconds;
     this.retryable = opts.retryable ?? (kind === "connect" || kind === "timeout" || (kind === "upstream_http" && (opts.status ?? 0) >= 500) || opts.status === 429);
   }
 }

@@ -18,6 +18,7 @@ export interface RegisteredModel {
   maxOutputTokens?: number;
   contextLength?: number;
   ownedBy: string;
+  description?: string;
   createdAt: number;
   capabilities: Capability[];
   /** the plugin's instance; each capability call waits until the model is loaded (model-loader.ts) */
@@ -53,7 +54,7 @@ export type ContextFactory = (model: ModelConfig, plugin: ReelayPlugin) => Plugi
  */
 export function resolveModelList(configured: ModelConfig[] | null, builtin: ReelayPlugin[], external: ReelayPlugin[], keepBuiltins = true): ModelConfig[] {
   const fromDecl = (p: ReelayPlugin): ModelConfig[] =>
-    (p.models ?? []).map((d) => ({ id: d.id, plugin: p.name, options: d.options ?? {}, pricing: d.pricing, maxOutputTokens: d.maxOutputTokens, contextLength: d.contextLength, ownedBy: d.ownedBy }));
+    (p.models ?? []).map((d) => ({ id: d.id, plugin: p.name, options: d.options ?? {}, pricing: d.pricing, maxOutputTokens: d.maxOutputTokens, contextLength: d.contextLength, ownedBy: d.ownedBy, description: d.description }));
   const fileIds = new Set((configured ?? []).map((m) => m.id));
   const builtins = keepBuiltins ? builtin.flatMap(fromDecl).filter((m) => !fileIds.has(m.id)) : [];
   const list: ModelConfig[] = [...(configured ?? []), ...builtins];
@@ -104,7 +105,7 @@ export async function buildRegistry(
     if (!capabilities.length) throw new ConfigError(`models[${i}]`, `plugin "${m.plugin}" gave model "${m.id}" no capability (chat, embeddings or video)`);
     const loader = new ModelLoader(m.id, instance.load?.bind(instance), policy);
     loaders.set(m.id, loader);
-    byId.set(m.id, { id: m.id, plugin: m.plugin, pricing: m.pricing, maxOutputTokens: m.maxOutputTokens, contextLength: m.contextLength, ownedBy: m.ownedBy ?? "reelay", createdAt: now, capabilities, instance: waitingInstance(instance, loader) });
+    byId.set(m.id, { id: m.id, plugin: m.plugin, pricing: m.pricing, maxOutputTokens: m.maxOutputTokens, contextLength: m.contextLength, ownedBy: m.ownedBy ?? "reelay", description: m.description, createdAt: now, capabilities, instance: waitingInstance(instance, loader) });
   }
   return {
     get: (id) => byId.get(id),

@@ -5,9 +5,10 @@
  * gracefully on SIGTERM.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { copyFileSync, existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import OpenAI from "openai";
 import { compiledBinary, freePort, waitForOwnListener } from "../support/harness.ts";
 
 const ADMIN = "binary-test-admin-token-0123";
@@ -18,10 +19,11 @@ beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), "reelay-bin-"));
   bin = join(dir, "reelay");
   copyFileSync(compiledBinary(), bin);
+  mkdirSync(join(dir, "tmp"));
   Bun.spawnSync(["chmod", "+x", bin]);
 }, 300_000);
 
-const env = (port: number) => ({ PATH: "/usr/bin:/bin", HOME: dir, PORT: String(port), REELAY_ADMIN_TOKEN: ADMIN, REELAY_LOG_FORMAT: "json" });
+const env = (port: number) => ({ PATH: "/usr/bin:/bin", HOME: dir, TMPDIR: join(dir, "tmp"), PORT: String(port), REELAY_ADMIN_TOKEN: ADMIN, REELAY_LOG_FORMAT: "json" });
 
 function cli(...args: string[]) {
   const r = Bun.spawnSync([bin, ...args], { cwd: dir, env: env(0) });
@@ -69,7 +71,18 @@ test("serves the API and the offline docs UI, then stops gracefully on SIGTERM",
     expect(ready.status).toBe("ready");
     expect(ready.checks[0].detail).toBe("pglite");
     const models = await (await fetch(s.url + "/v1/models", { headers: { authorization: `Bearer ${key}` } })).json();
-    expect(models.data.map((m: { id: string }) => m.id).sort()).toEqual(["preview-motion", "use-lite"]);
+    expect(models.data.map((m: { id: string }) => m.id).sort()).toEqual(["preview-motion", "stories260k", "use-lite"]);
+    // chat from stories260K and llama.cpp's libraries embedded in the binary, unpacked only while loading
+    expect(readdirSync(join(dir, "tmp"))).toEqual([]);
+    const openai = new OpenAI({ apiKey: key, baseURL: s.url + "/v1", maxRetries: 0 });
+    const story = await openai.chat.completions.create({ model: "stories260k", messages: [{ role: "user", content: "Once upon a time" }], max_tokens: 12, temperature: 0 });
+    expect(story.choices[0]!.message.content).toStartWith(", there was");
+    expect(story.usage).toEqual({ prompt_tokens: 5, completion_tokens: 12, total_tokens: 17 });
+    let streamed = "";
+    for await (const chunk of await openai.chat.completions.create({ model: "stories260k", messages: [{ role: "user", content: "Once upon a time" }], max_tokens: 12, temperature: 0, stream: true })) {
+      streamed += chunk.choices[0]?.delta?.content ?? "";
+    }
+    expect(streamed).toBe(story.choices[0]!.message.content!);
     // local embeddings from the weights and WASM embedded in the binary
     const emb = await fetch(s.url + "/v1/embeddings", { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify({ model: "use-lite", input: ["How old are you?", "What is your age?"] }) });
     expect(emb.status).toBe(200);

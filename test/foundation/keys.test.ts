@@ -102,7 +102,7 @@ describe("GET /v1/models", () => {
   test("lists only the models the key may use", async () => {
     const all = await s.newClient();
     const ids = async (key: string) => (await (await get("/v1/models", key)).json()).data.map((m: { id: string }) => m.id).sort();
-    expect(await ids(all.key)).toEqual(["preview-motion", "use-lite"]);
+    expect(await ids(all.key)).toEqual(["preview-motion", "stories260k", "use-lite"]);
     const onlyVideo = await s.newClient({ scopes: ["video"] });
     expect(await ids(onlyVideo.key)).toEqual(["preview-motion"]);
     const onlyLite = await s.newClient({ models: ["use-lite"] });

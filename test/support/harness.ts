@@ -7,7 +7,7 @@ import postgres from "postgres";
 import { createApp } from "../../src/app.ts";
 import { startServer, type Running } from "../../src/boot.ts";
 import { loadConfig, type Config } from "../../src/config.ts";
-import { createLogger } from "../../src/logger.ts";
+import { createLogger, type Logger } from "../../src/logger.ts";
 
 export const ADMIN_TOKEN = "test-admin-token-0123456789";
 const BASE_URL = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
@@ -58,11 +58,11 @@ export interface TestServer extends Running {
 }
 
 /** Start the real server on a random port against a fresh Postgres database (or PGlite if `pglite`). */
-export async function startTestServer(env: Record<string, string | undefined> = {}, opts: { pglite?: boolean } = {}): Promise<TestServer> {
+export async function startTestServer(env: Record<string, string | undefined> = {}, opts: { pglite?: boolean; logger?: Logger } = {}): Promise<TestServer> {
   const databaseUrl = opts.pglite ? null : await createTestDatabase();
   const dataDir = opts.pglite ? `/tmp/reelay-test-pglite-${Date.now()}-${Math.random().toString(36).slice(2)}` : undefined;
   const config = testConfig({ DATABASE_URL: databaseUrl ?? undefined, REELAY_DATA_DIR: dataDir, ...env });
-  const running = await startServer(config, { logger: createLogger(config) });
+  const running = await startServer(config, { logger: opts.logger ?? createLogger(config) });
   const url = running.url!.replace("0.0.0.0", "127.0.0.1");
   const admin = (path: string, init: { method?: string; body?: unknown } = {}) =>
     fetch(url + path, {

@@ -14,11 +14,14 @@ const Model = t.Object(
     capabilities: t.Array(t.Union([t.Literal("chat"), t.Literal("embeddings"), t.Literal("video")]), {
       description: "What the model serves (an extension to OpenAI's model object): chat → POST /v1/chat/completions, embeddings → POST /v1/embeddings, video → POST /v1/videos/generations.",
     }),
+    description: t.Optional(t.String({ description: "what the model does, when its plugin or the models file says (reelay extension)" })),
   },
   { examples: [{ id: "use-lite", object: "model", created: 1763760000, owned_by: "reelay", capabilities: ["embeddings"] }] },
 );
 
-const view = (m: RegisteredModel) => ({ id: m.id, object: "model" as const, created: m.createdAt, owned_by: m.ownedBy, capabilities: m.capabilities });
+const view = (m: RegisteredModel) => ({
+  id: m.id, object: "model" as const, created: m.createdAt, owned_by: m.ownedBy, capabilities: m.capabilities, ...(m.description ? { description: m.description } : {}),
+});
 
 /** GET /v1/models: the models this key may use, in OpenAI's list shape. */
 export const modelRoutes = (deps: AppDeps) =>
