@@ -38,9 +38,11 @@ export const chatRoutes = (deps: AppDeps) =>
           description:
             "The body is forwarded to the model's upstream unchanged (unknown parameters included), except `model` and " +
             "`max_tokens` / `max_completion_tokens`, which are clamped to the model's maximum output. Credits for the worst case " +
-            "are held before the call; the charge uses the upstream's reported usage, or for a stream the tokens actually delivered.",
+            "are held before the call; the charge uses the upstream's reported usage, or for a stream the tokens actually delivered. " +
+            "Local GGUF models (plugin local-llm) generate the answer inside reelay and refuse what they cannot do (tools, JSON mode, " +
+            "logprobs, n > 1) with a 400; when all their sequences and queue places are taken they answer 503 with Retry-After.",
           security: [{ bearer: [] }],
         },
-        response: { 200: ChatCompletion, 400: ErrorEnvelope, 402: ErrorEnvelope, 404: ErrorEnvelope, 502: ErrorEnvelope, 504: ErrorEnvelope, ...authErrors },
+        response: { 200: ChatCompletion, 400: ErrorEnvelope, 402: ErrorEnvelope, 404: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope, 504: ErrorEnvelope, ...authErrors },
       },
     );
