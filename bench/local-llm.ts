@@ -62,7 +62,7 @@ const port = freePort();
 const url = `http://127.0.0.1:${port}`;
 const dir = mkdtempSync(join(tmpdir(), "reelay-llm-bench-"));
 const modelsFile = join(dir, "models.json");
-writeFileSync(modelsFile, JSON.stringify({ models: [{
+writeFileSync(modelsFile, JSON.stringify({ builtins: false, models: [{
   id: "bench-story", plugin: "local-llm", options: { contextSize: 512, parallel: 4, maxQueue: 8, threads: 1 },
   pricing: { inputPerMillion: 10_000, outputPerMillion: 20_000 }, maxOutputTokens: TOKENS,
 }] }));

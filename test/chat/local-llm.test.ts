@@ -31,6 +31,7 @@ beforeAll(async () => {
   const model = (id: string, options: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
     ({ id, plugin: "local-llm", options: { threads: 1, ...options }, pricing: PRICING, ...extra });
   writeFileSync(file, JSON.stringify({
+    builtins: false,
     models: [
       model("story", { contextSize: 512, parallel: 4, maxQueue: 8 }, { maxOutputTokens: 64 }),
       // one sequence, no queue, a long context: one long answer occupies the model
