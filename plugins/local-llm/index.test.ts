@@ -8,7 +8,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { getLlama, JinjaTemplateChatWrapper, LlamaLogLevel, type Llama, type LlamaModel, type Token } from "node-llama-cpp";
-import type { ChatStreamEvent, ModelInstance } from "../../src/plugin-sdk/index.ts";
+import type { ChatStreamEvent, ModelInstance, PluginContext } from "../../src/plugin-sdk/index.ts";
 import { PluginError } from "../../src/plugin-sdk/index.ts";
 import { testPluginContext } from "../../src/plugin-sdk/testing.ts";
 import { embeddedModelPath } from "./embedded-model.ts";
@@ -28,12 +28,19 @@ const ctx = testPluginContext({ contextSize: 512, parallel: 4, threads: 1 });
 beforeAll(async () => {
   llama = await getLlama({ gpu: false, build: "never", skipDownload: true, logLevel: LlamaLogLevel.error, logger: () => {} });
   reference = await llama.loadModel({ modelPath: embeddedModelPath });
-  instance = await plugin.create(ctx);
+  instance = await loaded(ctx);
 });
 afterAll(async () => {
   await instance.close?.();
   await reference.dispose();
 });
+
+/** create + load, as the host does before the first request (src/registry/model-loader.ts) */
+async function loaded(context: PluginContext): Promise<ModelInstance> {
+  const m = await plugin.create(context);
+  await m.load?.({ signal: signal() });
+  return m;
+}
 
 const complete = (body: Record<string, unknown>, s = signal()) => instance.chat!.complete({ model: "m", messages: STORY, ...body }, { signal: s });
 async function streamed(body: Record<string, unknown>) {
@@ -99,7 +106,7 @@ describe("answers on the embedded stories260K", () => {
   });
 
   test("no max_tokens: the answer stops at the model's maxOutputTokens", async () => {
-    const capped = await plugin.create(testPluginContext({ contextSize: 512, parallel: 1, threads: 1 }, { model: { pricing: {}, maxOutputTokens: 7 } }));
+    const capped = await loaded(testPluginContext({ contextSize: 512, parallel: 1, threads: 1 }, { model: { pricing: {}, maxOutputTokens: 7 } }));
     try {
       const r = await capped.chat!.complete({ messages: STORY, temperature: 0 }, { signal: signal() });
       expect(r.usage!.completion_tokens).toBe(7);
@@ -136,7 +143,7 @@ describe("concurrency", () => {
   });
 
   test("beyond parallel + maxQueue a request is refused at once as overloaded, with a Retry-After", async () => {
-    const small = await plugin.create(testPluginContext({ contextSize: 512, parallel: 1, maxQueue: 1, threads: 1 }));
+    const small = await loaded(testPluginContext({ contextSize: 512, parallel: 1, maxQueue: 1, threads: 1 }));
     try {
       // a stream holds its sequence while its consumer does not read (pull-based decoding)
       const holder = (await small.chat!.stream({ messages: STORY, max_tokens: 200 }, { signal: signal() }))[Symbol.asyncIterator]();
@@ -156,7 +163,7 @@ describe("concurrency", () => {
   test("an aborted stream stops decoding at once and frees its sequence; an aborted waiter leaves the queue", async () => {
     const local = testPluginContext({ contextSize: 512, parallel: 1, maxQueue: 1, threads: 1 });
     local.logs.length = 0;
-    const small = await plugin.create(local);
+    const small = await loaded(local);
     try {
       const client = new AbortController();
       const events = (await small.chat!.stream({ messages: STORY, max_tokens: 400, temperature: 0 }, { signal: client.signal }))[Symbol.asyncIterator]();
@@ -192,7 +199,7 @@ describe("a GGUF with a chat template", () => {
 
   test("the GGUF's template renders the prompt: same prompt tokens and greedy answer as node-llama-cpp with that template", async () => {
     const local = testPluginContext({ modelPath: path, contextSize: 512, parallel: 1, threads: 1 });
-    const templated = await plugin.create(local);
+    const templated = await loaded(local);
     try {
       expect(local.logs.find((l) => l.msg === "local model loaded")!.fields).toMatchObject({ promptFormat: "template", chatWrapper: "JinjaTemplate", modelPath: path });
       const r = await templated.chat!.complete({ messages: [{ role: "system", content: "Tell a story." }, { role: "user", content: "Once upon a time" }], max_tokens: 16, temperature: 0 }, { signal: signal() });
@@ -216,8 +223,10 @@ describe("a GGUF with a chat template", () => {
     }
   });
 
-  test("promptFormat 'template' on a GGUF without one stops the model from loading", async () => {
-    await expect(plugin.create(testPluginContext({ promptFormat: "template", threads: 1 }))).rejects.toThrow("the GGUF has no chat template");
+  test("promptFormat 'template' on a GGUF without one makes the model fail to load", async () => {
+    // create stays cheap (options only); the missing template shows when the model loads
+    const m = await plugin.create(testPluginContext({ promptFormat: "template", threads: 1 }));
+    await expect(m.load!({ signal: signal() })).rejects.toThrow("the GGUF has no chat template");
   });
 });
 
@@ -238,6 +247,8 @@ describe("options", () => {
   test("a file that is not a GGUF fails to load with llama.cpp's reason", async () => {
     const bogus = join(mkdtempSync(join(tmpdir(), "reelay-llm-")), "not-a-model.gguf");
     writeFileSync(bogus, "this is not a model");
-    await expect(plugin.create(testPluginContext({ modelPath: bogus, threads: 1 }))).rejects.toThrow();
+    const m = await plugin.create(testPluginContext({ modelPath: bogus, threads: 1 }));
+    await expect(m.load!({ signal: signal() })).rejects.toThrow();
+    await m.close?.();
   });
 });

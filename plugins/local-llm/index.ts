@@ -19,7 +19,7 @@ import { parseChatRequest, type ChatParams } from "./chat-request.ts";
 import { generate, type FinishReason, type GenerationStats } from "./generate.ts";
 import { loadModelFile, sharedLlama } from "./load-llama.ts";
 import { chunkEvent, completionObject, DONE_EVENT, newAnswer, usageEvent, usageOf } from "./openai-shapes.ts";
-import { parseOptions, validateOptions } from "./options.ts";
+import { parseOptions, validateOptions, type LocalLlmOptions } from "./options.ts";
 import { promptRenderer, type Prompt, type PromptRenderer } from "./prompt.ts";
 import { SequencePool } from "./sequence-pool.ts";
 
@@ -53,60 +53,79 @@ export default {
   create,
 } satisfies ReelayPlugin;
 
-async function create(ctx: PluginContext): Promise<ModelInstance> {
+/** Cheap: options only. llama.cpp, the weights and the context sequences come in `load`. */
+function create(ctx: PluginContext): ModelInstance {
   const problems = validateOptions(ctx.options);
   if (problems.length) throw new Error(`local-llm options: ${problems.join("; ")}`);
   const opts = parseOptions(ctx.options);
-  const started = performance.now();
-  const llama = await sharedLlama((level, msg) => ctx.logger[level](`llama.cpp: ${msg}`));
-  const model = await loadModelFile(llama, opts.modelPath);
-  let context: LlamaContext;
-  let prompts: PromptRenderer;
-  try {
-    context = await model.createContext({
-      contextSize: opts.contextSize ?? Math.min(model.trainContextSize, DEFAULT_MAX_CONTEXT),
-      sequences: opts.parallel,
-      threads: opts.threads,
-    });
-    prompts = promptRenderer(model, opts.promptFormat);
-  } catch (err) {
-    await model.dispose();
-    throw err;
-  }
-  const sequences = Array.from({ length: opts.parallel }, () => context.getSequence());
-  const pool = new SequencePool(sequences, opts.maxQueue, (s) => s.clearHistory());
-  ctx.logger.info("local model loaded", {
-    modelPath: opts.modelPath ?? "(embedded stories260K)", contextSize: context.contextSize, parallel: opts.parallel, maxQueue: opts.maxQueue,
-    threads: opts.threads, promptFormat: prompts.format, chatWrapper: prompts.wrapper, ms: Math.round(performance.now() - started),
-  });
-
   const closing = new AbortController();
+  let loaded: Loaded | undefined;
   let closed: Promise<void> | undefined;
-  const chat = chatCapability({ ctx, model, prompts, pool, contextSize: context.contextSize, closing: closing.signal });
+  const chat = chatCapability(ctx, () => {
+    if (!loaded) throw new Error("local-llm: chat before load");
+    return loaded;
+  }, closing.signal);
   return {
     chat,
+    async load({ signal }) {
+      const model = await loadModel(ctx, opts);
+      if (signal.aborted || closing.signal.aborted) {
+        await disposeLoaded(model);
+        throw new Error("local-llm: closed while loading");
+      }
+      loaded = model;
+    },
     close() {
       closed ??= (async () => {
         closing.abort(new PluginError("overloaded", "the model is shutting down", { code: "model_unavailable" }));
-        pool.close();
-        await context.dispose();
-        await model.dispose();
+        if (loaded) await disposeLoaded(loaded);
       })();
       return closed;
     },
   };
 }
 
-interface ChatDeps {
-  ctx: PluginContext;
+interface Loaded {
   model: LlamaModel;
+  context: LlamaContext;
   prompts: PromptRenderer;
   pool: SequencePool<LlamaContextSequence>;
+  /** tokens per request (prompt + answer), as the context was created */
   contextSize: number;
-  closing: AbortSignal;
+}
+
+async function loadModel(ctx: PluginContext, opts: LocalLlmOptions): Promise<Loaded> {
+  const started = performance.now();
+  const llama = await sharedLlama((level, msg) => ctx.logger[level](`llama.cpp: ${msg}`));
+  const model = await loadModelFile(llama, opts.modelPath);
+  try {
+    const context = await model.createContext({
+      contextSize: opts.contextSize ?? Math.min(model.trainContextSize, DEFAULT_MAX_CONTEXT),
+      sequences: opts.parallel,
+      threads: opts.threads,
+    });
+    const prompts = promptRenderer(model, opts.promptFormat);
+    const sequences = Array.from({ length: opts.parallel }, () => context.getSequence());
+    const pool = new SequencePool(sequences, opts.maxQueue, (s) => s.clearHistory());
+    ctx.logger.info("local model loaded", {
+      modelPath: opts.modelPath ?? "(embedded stories260K)", contextSize: context.contextSize, parallel: opts.parallel, maxQueue: opts.maxQueue,
+      threads: opts.threads, promptFormat: prompts.format, chatWrapper: prompts.wrapper, ms: Math.round(performance.now() - started),
+    });
+    return { model, context, prompts, pool, contextSize: context.contextSize };
+  } catch (err) {
+    await model.dispose();
+    throw err;
+  }
+}
+
+async function disposeLoaded(l: Loaded): Promise<void> {
+  l.pool.close();
+  await l.context.dispose();
+  await l.model.dispose();
 }
 
 interface Job {
+  d: Loaded;
   params: ChatParams;
   prompt: Prompt;
   /** most tokens this answer may have */
@@ -116,9 +135,10 @@ interface Job {
   started: number;
 }
 
-function chatCapability(d: ChatDeps): ChatCapability {
+function chatCapability(ctx: PluginContext, get: () => Loaded, closing: AbortSignal): ChatCapability {
   /** Everything that can be refused is refused here, before the request waits for a sequence. */
   const prepare = (body: Record<string, unknown>, signal: AbortSignal): Job => {
+    const d = get();
     const params = parseChatRequest(body);
     const prompt = d.prompts.render(params.messages);
     const room = d.contextSize - prompt.tokens.length;
@@ -127,23 +147,23 @@ function chatCapability(d: ChatDeps): ChatCapability {
         param: "messages", code: "context_length_exceeded",
       });
     }
-    const limit = Math.min(params.maxTokens ?? Infinity, d.ctx.model.maxOutputTokens ?? Infinity, room);
-    return { params, prompt, limit, signal: AbortSignal.any([signal, d.closing]), stats: { completionTokens: 0, afterAbort: 0 }, started: performance.now() };
+    const limit = Math.min(params.maxTokens ?? Infinity, ctx.model.maxOutputTokens ?? Infinity, room);
+    return { d, params, prompt, limit, signal: AbortSignal.any([signal, closing]), stats: { completionTokens: 0, afterAbort: 0 }, started: performance.now() };
   };
 
   const run = (job: Job, sequence: LlamaContextSequence) =>
-    generate(d.model, sequence, job.prompt, { sampling: job.params.sampling, stop: job.params.stop, maxTokens: job.limit, signal: job.signal, stats: job.stats });
+    generate(job.d.model, sequence, job.prompt, { sampling: job.params.sampling, stop: job.params.stop, maxTokens: job.limit, signal: job.signal, stats: job.stats });
 
   const report = (job: Job, finishReason: FinishReason | null) => {
     const fields = { promptTokens: job.prompt.tokens.length, completionTokens: job.stats.completionTokens, finishReason, ms: Math.round(performance.now() - job.started) };
-    if (finishReason) d.ctx.logger.debug("generation finished", fields);
-    else d.ctx.logger.info("generation stopped: the request was aborted", { ...fields, tokensAfterAbort: job.stats.afterAbort });
+    if (finishReason) ctx.logger.debug("generation finished", fields);
+    else ctx.logger.info("generation stopped: the request was aborted", { ...fields, tokensAfterAbort: job.stats.afterAbort });
   };
 
   return {
     async complete(body, { signal }) {
       const job = prepare(body, signal);
-      const lease = await d.pool.acquire(job.signal);
+      const lease = await job.d.pool.acquire(job.signal);
       let content = "";
       let finishReason: FinishReason | null = null;
       try {
@@ -156,7 +176,7 @@ function chatCapability(d: ChatDeps): ChatCapability {
         report(job, finishReason);
       }
       const usage = usageOf(job.prompt.tokens.length, job.stats.completionTokens);
-      return { completion: completionObject(newAnswer(d.ctx.modelId), content, finishReason!, usage), usage };
+      return { completion: completionObject(newAnswer(ctx.modelId), content, finishReason!, usage), usage };
     },
 
     async stream(body, { signal }) {
@@ -166,9 +186,9 @@ function chatCapability(d: ChatDeps): ChatCapability {
 
   /** The sequence is taken at the first pull, so an iterator that is never read holds nothing. */
   async function* streamEvents(job: Job): AsyncGenerator<ChatStreamEvent> {
-    const lease = await d.pool.acquire(job.signal);
+    const lease = await job.d.pool.acquire(job.signal);
     const prompt = job.prompt.tokens.length;
-    const answer = newAnswer(d.ctx.modelId);
+    const answer = newAnswer(ctx.modelId);
     let finishReason: FinishReason | null = null;
     const events = run(job, lease.sequence);
     // the prompt is decoded while the role chunk (and with it the response headers) goes out

@@ -18,7 +18,11 @@ test("the default models include stories260k, described as a children's-story wr
   expect(model.description).toContain("children's stories");
   expect(model.description).toContain("modelPath");
 
+  // loaded on its first request (unless preloaded), like every model; /readyz tells
+  const state = async () => ((await (await fetch(s.url + "/readyz")).json()) as { models: Array<{ id: string; state: string }> }).models.find((m) => m.id === "stories260k")?.state;
+  expect(await state()).toBe("unloaded");
   const r = await openai.chat.completions.create({ model: "stories260k", messages: [{ role: "user", content: "Once upon a time" }], temperature: 0 });
+  expect(await state()).toBe("ready");
   expect(r.choices[0]!.message.content).toStartWith(", there was a little girl named Lily.");
   // no max_tokens: the answer is bounded by the declared maxOutputTokens (256) or ends by itself
   expect(r.usage!.completion_tokens).toBeLessThanOrEqual(256);
