@@ -1,5 +1,5 @@
 /**
- * Local chat (issue 22): `bun bench/local-llm.ts`
+ * Local chat (issue 22): `bun bench/local-llm.ts [--stub-billing]`
  *
  * The embedded stories260K decoding on one thread per step, measured two ways in one run, rounds
  * alternating so both see the same machine:
@@ -10,6 +10,8 @@
  * Rows: tokens/s for 1 stream and for 4 concurrent streams (aggregate), CPU time per 1,000 tokens
  * (this process for direct, the server process for reelay: the figure least disturbed by other load
  * on the machine), and time to first token (request start → first content token) of a 1-token answer.
+ * --stub-billing: the server runs with bench/lib/stub-billing.ts preloaded (hold/settle/release in
+ * memory), to show how much of the first-token time is the money path's database round trips.
  * Env: BENCH_ROUNDS (default 5) throughput rounds, BENCH_TTFT_SAMPLES (default 40), BENCH_TOKENS (default 256).
  */
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
@@ -26,6 +28,7 @@ const TTFT_SAMPLES = Number(process.env.BENCH_TTFT_SAMPLES ?? 40);
 const TOKENS = Number(process.env.BENCH_TOKENS ?? 256);
 const PROMPT = "Once upon a time";
 const ADMIN = "bench-admin-token-0123456789";
+const stubBilling = process.argv.includes("--stub-billing");
 
 interface Run { tokens: number; ms: number; ttftMs: number }
 
@@ -67,7 +70,7 @@ writeFileSync(modelsFile, JSON.stringify({ builtins: false, models: [{
   pricing: { inputPerMillion: 10_000, outputPerMillion: 20_000 }, maxOutputTokens: TOKENS,
 }] }));
 const databaseUrl = await createTestDatabase();
-const server = Bun.spawn(["bun", "src/main.ts", "serve"], {
+const server = Bun.spawn(["bun", ...(stubBilling ? ["--preload", "./bench/lib/stub-billing.ts"] : []), "src/main.ts", "serve"], {
   cwd: join(import.meta.dir, ".."), stdout: "ignore", stderr: "inherit",
   env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", DATABASE_URL: databaseUrl, REELAY_MODELS_FILE: modelsFile, REELAY_ADMIN_TOKEN: ADMIN, REELAY_LOG_LEVEL: "warn", REELAY_LOG_FORMAT: "json", REELAY_RATE_RPM: "0", REELAY_RATE_TPM: "0", REELAY_PLUGINS_DIR: "/nonexistent" },
 });
@@ -149,7 +152,7 @@ try {
     ["CPU ms per 1,000 tokens", perK("direct"), perK("reelay"), `${((100 * perK("reelay")) / perK("direct")).toFixed(1)}%`, ""],
     ["time to first token, ms (p50)", median(ttft.direct!), median(ttft.reelay!), `+${(median(ttft.reelay!) - median(ttft.direct!)).toFixed(2)} ms`, "≤ +2 ms"],
   ];
-  console.log(`\nstories260K, 1 thread per decode step, ${TOKENS}-token answers, medians of ${ROUNDS} alternating rounds (${TTFT_SAMPLES} samples for the first token)\n`);
+  console.log(`\nstories260K, 1 thread per decode step, ${TOKENS}-token answers, medians of ${ROUNDS} alternating rounds (${TTFT_SAMPLES} samples for the first token)${stubBilling ? "; BILLING STUBBED" : ""}\n`);
   console.log(table(["measure", "node-llama-cpp direct", "through reelay", "reelay vs direct", "target"], rows));
   console.log(`\nall rounds, tokens/s: ${Object.entries(tps).map(([k, v]) => `${k} ${v.map((x) => x.toFixed(0)).join(" ")}`).join("; ")}`);
 } finally {

@@ -4,7 +4,7 @@
  * the chat template, parallel sequences, the bounded queue and aborts.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { getLlama, JinjaTemplateChatWrapper, LlamaLogLevel, type Llama, type LlamaModel, type Token } from "node-llama-cpp";
@@ -24,6 +24,7 @@ let llama: Llama;
 let reference: LlamaModel; // node-llama-cpp used directly: the oracle for token counts
 let instance: ModelInstance;
 const ctx = testPluginContext({ contextSize: 512, parallel: 4, threads: 1 });
+const scratch = mkdtempSync(join(tmpdir(), "reelay-llm-"));
 
 beforeAll(async () => {
   llama = await getLlama({ gpu: false, build: "never", skipDownload: true, logLevel: LlamaLogLevel.error, logger: () => {} });
@@ -33,6 +34,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await instance.close?.();
   await reference.dispose();
+  rmSync(scratch, { recursive: true, force: true });
 });
 
 /** create + load, as the host does before the first request (src/registry/model-loader.ts) */
@@ -193,7 +195,7 @@ describe("a GGUF with a chat template", () => {
   let path: string;
   beforeAll(async () => {
     const stories = new Uint8Array(await Bun.file(embeddedModelPath).arrayBuffer());
-    path = join(mkdtempSync(join(tmpdir(), "reelay-llm-")), "stories-templated.gguf");
+    path = join(scratch, "stories-templated.gguf");
     writeFileSync(path, withStringMetadata(stories, "tokenizer.chat_template", TEMPLATE));
   });
 
@@ -245,7 +247,7 @@ describe("options", () => {
   });
 
   test("a file that is not a GGUF fails to load with llama.cpp's reason", async () => {
-    const bogus = join(mkdtempSync(join(tmpdir(), "reelay-llm-")), "not-a-model.gguf");
+    const bogus = join(scratch, "not-a-model.gguf");
     writeFileSync(bogus, "this is not a model");
     const m = await plugin.create(testPluginContext({ modelPath: bogus, threads: 1 }));
     await expect(m.load!({ signal: signal() })).rejects.toThrow();

@@ -4,7 +4,7 @@
  * that follows it, streams, disconnects, parallel requests and the queue bound.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createParser } from "eventsource-parser";
@@ -21,12 +21,12 @@ const cost = (prompt: number, completion: number) => prompt * 3 + completion * 1
 const STORY = [{ role: "user" as const, content: "Once upon a time" }];
 
 let s: TestServer;
+const dir = mkdtempSync(join(tmpdir(), "reelay-local-llm-"));
 let reference: LlamaModel;
 let promptTokens: number;
 const logLines: any[] = [];
 
 beforeAll(async () => {
-  const dir = mkdtempSync(join(tmpdir(), "reelay-local-llm-"));
   const file = join(dir, "models.json");
   const model = (id: string, options: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
     ({ id, plugin: "local-llm", options: { threads: 1, ...options }, pricing: PRICING, ...extra });
@@ -47,6 +47,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await s.close();
   await reference.dispose();
+  rmSync(dir, { recursive: true, force: true });
 });
 
 async function client(credits = 1_000_000) {
