@@ -8,7 +8,10 @@ import { Elysia } from "elysia";
 import type { AppDeps } from "./deps.ts";
 import { tooLarge } from "./errors.ts";
 import { docs } from "./http/docs.ts";
+import { cors } from "./http/cors.ts";
 import { toApiError } from "./http/error-handler.ts";
+import { bodySchemaIndex, inputGuard } from "./http/input-guard.ts";
+import { jsonBody } from "./http/json-body.ts";
 import { routeMethodIndex } from "./http/route-methods.ts";
 import { randomId } from "./billing/ids.ts";
 import { accountRoutes } from "./modules/account/index.ts";
@@ -24,15 +27,21 @@ import { metricsRoutes, usageRoutes } from "./ops/routes.ts";
 
 export function createApp(deps: AppDeps) {
   let methodsFor: (path: string) => string[] = () => [];
+  let bodySchema: ReturnType<typeof bodySchemaIndex> = () => undefined;
   const app = new Elysia()
     .onRequest(({ request, set }) => {
       // Always reelay's own id, never the client's: it is also the billing reference of the
       // request (one hold per reference), so a client reusing an id must not collide.
       set.headers["x-request-id"] = randomId("req", 16);
       deps.requestLog.begin(request);
+    })
+    .use(cors(deps.config.corsOrigins))
+    .onRequest(({ request }) => {
+      // declared too large: refused before a byte is read (chunked bodies are counted by jsonBody)
       const length = Number(request.headers.get("content-length") ?? 0);
       if (length > deps.config.maxBodyBytes) throw tooLarge(`Request body of ${length} bytes exceeds the limit of ${deps.config.maxBodyBytes} bytes.`);
     })
+    .use(jsonBody({ maxBytes: deps.config.maxBodyBytes, expectsBody: (method, route) => bodySchema(method, route) !== undefined }))
     .onError({ as: "global" }, ({ code, error, request, path, set }) => {
       const requestId = String(set.headers["x-request-id"] ?? "");
       const err = toApiError({ code, error, request, path, requestId }, methodsFor, deps.logger);
@@ -48,6 +57,7 @@ export function createApp(deps: AppDeps) {
       const route = (ctx as { route?: string }).route ?? "unmatched";
       deps.requestLog.end(request, { requestId: String(set.headers["x-request-id"] ?? ""), method: request.method, route, path: ctx.path, status }, deps.registry);
     })
+    .use(inputGuard((method, route) => bodySchema(method, route)))
     .use(docs())
     .use(healthRoutes(deps, deps.readinessChecks))
     .use(modelRoutes(deps))
@@ -61,6 +71,7 @@ export function createApp(deps: AppDeps) {
     .use(usageRoutes(deps));
   if (deps.metrics) app.use(metricsRoutes(deps, deps.metrics));
   methodsFor = routeMethodIndex(app.routes);
+  bodySchema = bodySchemaIndex(app.routes);
   return app;
 }
 

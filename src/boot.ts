@@ -7,6 +7,8 @@
  */
 import type { Server } from "bun";
 import { createApp } from "./app.ts";
+import { randomId } from "./billing/ids.ts";
+import { lastResortResponse } from "./http/error-handler.ts";
 import { KeyAuthenticator } from "./auth/authenticate-key.ts";
 import { every, type BackgroundTask } from "./background.ts";
 import { sweepExpiredHolds } from "./billing/index.ts";
@@ -106,10 +108,14 @@ export async function startServer(config: Config, opts: { logger?: Logger; liste
     server = Bun.serve({
       hostname: config.host,
       port: config.port,
-      // backstop only: createApp answers oversized bodies with a 413 envelope before reading them
-      maxRequestBodySize: config.maxBodyBytes + 1024 * 1024,
+      // No limit here: Bun's own answer to an oversized body is a bare 413 with no envelope, id or
+      // log line. createApp refuses a declared Content-Length over the limit before reading, and
+      // counts every other body as it arrives (src/http/json-body.ts).
+      maxRequestBodySize: Number.MAX_SAFE_INTEGER,
       idleTimeout: 255,
+      development: false,
       fetch: gate.fetch,
+      error: (err) => lastResortResponse(err, logger, randomId("req", 16)),
     });
     logger.info({ url: server.url.href, pid: process.pid, models: registry.list().map((m) => m.id) }, "reelay listening");
   }

@@ -7,6 +7,7 @@ import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import YAML from "yaml";
 import type { ModelPricing } from "./plugin-sdk/index.ts";
+import { parseCorsOrigins, type CorsOrigins } from "./http/cors.ts";
 
 export class ConfigError extends Error {
   constructor(readonly key: string, message: string) {
@@ -64,6 +65,8 @@ export interface Config {
   /** how long a request waits for the server or its model to finish loading before a 503 */
   loadWaitMs: number;
   rateLimits: RateLimitDefaults;
+  /** REELAY_CORS_ORIGINS: `*` (default), a list of origins, or null (`none`: no CORS headers); see src/http/cors.ts */
+  corsOrigins: CorsOrigins;
 }
 
 type Env = Record<string, string | undefined>;
@@ -103,7 +106,15 @@ export function loadConfig(env: Env = process.env): Config {
   const prettyEnv = str(env, "REELAY_LOG_FORMAT");
   if (prettyEnv && !["json", "pretty"].includes(prettyEnv)) throw new ConfigError("REELAY_LOG_FORMAT", "must be json or pretty");
 
+  let corsOrigins: CorsOrigins;
+  try {
+    corsOrigins = parseCorsOrigins(str(env, "REELAY_CORS_ORIGINS"));
+  } catch (e) {
+    throw new ConfigError("REELAY_CORS_ORIGINS", (e as Error).message);
+  }
+
   return {
+    corsOrigins,
     host: str(env, "HOST") ?? "0.0.0.0",
     port: int(env, "PORT", 8080, 0, 65535),
     databaseUrl,

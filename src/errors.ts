@@ -50,6 +50,14 @@ export const insufficientQuota = (needed: number, available: number) =>
 export const tooLarge = (message: string, param: string | null = null) =>
   new ApiError(413, "invalid_request_error", message, { param, code: "payload_too_large" });
 
+/**
+ * The database cannot be reached (src/db/unavailable.ts decides): nothing was done and nothing
+ * charged, so the client may retry. Retry-After 1 s: the pool reconnects within ~0.25 s of the
+ * database's return.
+ */
+export const databaseUnavailable = (cause?: unknown) =>
+  new ApiError(503, "service_unavailable", "The service is temporarily unavailable: its database cannot be reached. Nothing was charged; retry in a moment.", { code: "service_unavailable", headers: { "retry-after": "1" }, cause });
+
 /** The only 500 a client ever sees: no cause, no stack; the caller logs the cause with the request id. */
 export const internalError = (cause?: unknown) =>
   new ApiError(500, "server_error", "The server had an error while processing your request. Retry, and contact the operator with the x-request-id if it persists.", { code: "internal_error", cause });

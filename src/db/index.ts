@@ -26,9 +26,25 @@ export interface Database {
   close(): Promise<void>;
 }
 
+/**
+ * postgres.js settings for a database that goes away (measured by test/edge/postgres-outage.test.ts):
+ * - connect_timeout 2 s (default 30 s): a refused connection fails at once anyway; this bounds an
+ *   unreachable host or a server that accepts but never answers the startup (seen while it shuts
+ *   down), so a request waits at most 2 s before its 503.
+ * - backoff: postgres.js waits before reconnecting after each failed connection, by default
+ *   min(3^n / 100, 20) s — after a 5 s outage that was ~20 s, and every query queued behind it
+ *   (first success 6.3 s after the database was back, requests still waiting 28 s later). Here:
+ *   50 ms doubling up to 250 ms, so queries fail fast while it is down and the pool reconnects
+ *   within ~0.25 s of its return.
+ */
+const OUTAGE_OPTIONS = {
+  connect_timeout: 2,
+  backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 0.25),
+};
+
 export async function openDatabase(opts: { databaseUrl: string | null; dataDir: string; poolSize?: number; seed?: Blob | null }): Promise<Database> {
   if (opts.databaseUrl) {
-    const client = postgres(opts.databaseUrl, { max: opts.poolSize ?? 20, onnotice: () => {}, connection: { application_name: "reelay" } });
+    const client = postgres(opts.databaseUrl, { max: opts.poolSize ?? 20, onnotice: () => {}, connection: { application_name: "reelay" }, ...OUTAGE_OPTIONS });
     const db = drizzlePostgres(client, { schema });
     return { db, kind: "postgres", close: () => client.end({ timeout: 5 }) };
   }

@@ -1,10 +1,14 @@
 /**
  * Renders every failure as the OpenAI error envelope. Elysia's own errors (validation, parse,
- * not found) are translated here; anything unexpected becomes a generic 500 and is logged with its
- * cause, never echoed to the client.
+ * not found) are translated here; a database that cannot be reached is a 503; anything unexpected
+ * becomes a generic 500 and is logged with its cause, never echoed to the client. Mapping itself
+ * can never throw: whatever goes wrong in here is also the generic 500.
  */
-import { ApiError, internalError } from "../errors.ts";
+import { isDatabaseUnavailable } from "../db/unavailable.ts";
+import { ApiError, databaseUnavailable, internalError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
+import { printable } from "./json-body.ts";
+import { violationError } from "./validation-message.ts";
 
 interface ErrorContext {
   code: string | number;
@@ -15,34 +19,68 @@ interface ErrorContext {
 }
 
 export function toApiError(ctx: ErrorContext, methodsFor: (path: string) => string[], logger: Logger): ApiError {
+  try {
+    return classify(ctx, methodsFor, logger);
+  } catch (e) {
+    logger.error({ err: e, requestId: ctx.requestId }, "error while mapping an error");
+    return internalError();
+  }
+}
+
+function classify(ctx: ErrorContext, methodsFor: (path: string) => string[], logger: Logger): ApiError {
   const { code, error, request } = ctx;
   if (error instanceof ApiError) return error;
-  if (code === "VALIDATION") return validationError(error);
+  // Elysia wraps what a parse hook throws (json-body.ts's 400s and 413s) in its ParseError
+  const cause = (error as { cause?: unknown })?.cause;
+  if (code === "PARSE" && cause instanceof ApiError) return cause;
+  if (isDatabaseUnavailable(error)) {
+    logger.warn({ err: error, requestId: ctx.requestId, path: ctx.path }, "database unavailable: answered 503");
+    return databaseUnavailable(error);
+  }
+  if (code === "VALIDATION") {
+    const v = error as { type?: string; valueError?: { path: string; schema: object; value: unknown } };
+    if (v.type === "property" && v.valueError) {
+      // a query number that parsed but is out of range: Elysia checks the converted value alone and
+      // loses the name, so find the query parameter that holds it
+      const name = queryNameOf(request.url, v.valueError.value);
+      return violationError({ path: name ? `/${name}` : "", schema: v.valueError.schema as never, value: v.valueError.value }, "query");
+    }
+    const where = v.type === "query" || v.type === "params" || v.type === "headers" ? v.type : "body";
+    if (v.valueError) return violationError({ path: v.valueError.path, schema: v.valueError.schema as never, value: v.valueError.value }, where);
+    return new ApiError(400, "invalid_request_error", "Invalid request.", { code: "invalid_request" });
+  }
   if (code === "PARSE") {
     return new ApiError(400, "invalid_request_error", "We could not parse the JSON body of your request. Send valid JSON with 'Content-Type: application/json'.", { code: "invalid_json" });
   }
   if (code === "NOT_FOUND") {
+    const path = printable(ctx.path, 200);
+    const method = printable(request.method, 20);
     const allowed = methodsFor(ctx.path);
     if (allowed.length && !allowed.includes(request.method)) {
-      return new ApiError(405, "invalid_request_error", `Method ${request.method} is not allowed for ${ctx.path}; use ${allowed.join(", ")}.`, { code: "method_not_allowed", headers: { allow: allowed.join(", ") } });
+      return new ApiError(405, "invalid_request_error", `Method ${method} is not allowed for ${path}; use ${allowed.join(", ")}.`, { code: "method_not_allowed", headers: { allow: allowed.join(", ") } });
     }
-    return new ApiError(404, "not_found_error", `Unknown route: ${request.method} ${ctx.path}`, { code: "unknown_route" });
+    return new ApiError(404, "not_found_error", `Unknown route: ${method} ${path}`, { code: "unknown_route" });
   }
   if ((error as { status?: number })?.status === 413 || code === 413) return new ApiError(413, "invalid_request_error", "Request body too large.", { code: "payload_too_large" });
   logger.error({ err: error, requestId: ctx.requestId, path: ctx.path, code }, "unhandled error");
   return internalError();
 }
 
-function validationError(error: unknown): ApiError {
-  const all = ((error as { all?: Array<{ path?: string; message?: string; summary?: string; schema?: { error?: string } }> }).all ?? []);
-  const first = all.find((e) => e.path) ?? all[0];
-  const param = first?.path ? first.path.replace(/^\//, "").replace(/\//g, ".") || null : null;
-  const where = (error as { type?: string }).type;
-  let message = first?.schema?.error ?? first?.summary ?? first?.message ?? "Invalid request.";
-  if (param && !message.includes(param)) message = `Invalid '${param}': ${lowerFirst(message)}`;
-  if (!param && where && where !== "body") message = `Invalid ${where}: ${lowerFirst(message)}`;
-  return new ApiError(400, "invalid_request_error", message, { param, code: "invalid_request" });
+function queryNameOf(url: string, value: unknown): string | null {
+  for (const [name, raw] of new URL(url).searchParams) if (raw === String(value) || Number(raw) === value) return name;
+  return null;
 }
 
-const lowerFirst = (s: string) => (s ? s[0]!.toLowerCase() + s.slice(1) : s);
-
+/**
+ * Bun.serve's `error` handler: the last resort when something throws outside Elysia's own error
+ * handling. Without it Bun (in development mode) served its HTML error page with stack frames and
+ * source paths. Always the enveloped 500 with a fresh request id, logged with the cause.
+ */
+export function lastResortResponse(err: unknown, logger: Logger, requestId: string): Response {
+  try {
+    logger.error({ err, requestId }, "unhandled error outside the app's error handling");
+  } catch {
+    // logging must not stop the answer
+  }
+  return new Response(JSON.stringify(internalError().toJSON()), { status: 500, headers: { "content-type": "application/json", "x-request-id": requestId } });
+}

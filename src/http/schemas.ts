@@ -15,3 +15,15 @@ export const ErrorEnvelope = t.Object(
 
 /** the usual error responses of an authenticated route, for the OpenAPI document */
 export const authErrors = { 401: ErrorEnvelope, 403: ErrorEnvelope, 429: ErrorEnvelope, 500: ErrorEnvelope };
+
+/**
+ * A strict JSON integer in [minimum, maximum]. Elysia's `t.Integer` also accepts numeric strings
+ * ("5") and has no range by default; every number reelay reads has a documented range, checked
+ * before use (an unbounded `n: 1e300` or a limit of 3e9 in an int4 column was a 500).
+ */
+export const JsonInteger = (o: { minimum: number; maximum: number; description?: string; error?: string; default?: number }) => t.Number({ multipleOf: 1, ...o });
+
+/** PostgreSQL `integer` columns (rate limits, token counts) */
+export const INT4_MAX = 2_147_483_647;
+/** One grant or adjustment: at most 10^15 micro-dollars (1 billion USD), far from 2^53 (exact in JS) and int8 */
+export const MAX_CREDITS_PER_OPERATION = 1_000_000_000_000_000;

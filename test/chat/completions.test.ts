@@ -158,7 +158,7 @@ describe("validation", () => {
       [{ model: "chat-a" }, "messages"],
       [{ model: "chat-a", messages: "hi" }, "messages"],
       [{ model: "chat-a", messages: [] }, "messages"],
-      [{ model: "chat-a", messages: [1] }, "messages.0"],
+      [{ model: "chat-a", messages: [1] }, "messages[0]"],
       [{ model: "chat-a", messages, stream: "yes" }, "stream"],
       [{ model: "chat-a", messages, max_tokens: 0 }, "max_tokens"],
       [{ model: "chat-a", messages, max_tokens: 2.5 }, "max_tokens"],

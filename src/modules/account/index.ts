@@ -7,7 +7,7 @@ import { listUsage } from "./service.ts";
 
 export const PageQuery = t.Object({
   limit: t.Optional(t.Integer({ minimum: 1, maximum: 500, default: 50, description: "page size (1–500)" })),
-  before: t.Optional(t.Integer({ minimum: 1, description: "cursor: the `next_before` of the previous page" })),
+  before: t.Optional(t.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: "cursor: the `next_before` of the previous page (1 to 2^53−1)" })),
 });
 
 export const UsageRecord = t.Object({

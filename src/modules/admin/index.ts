@@ -6,18 +6,12 @@ import { Elysia, t } from "elysia";
 import type { AppDeps } from "../../deps.ts";
 import { safeEqual, parseBearer } from "../../auth/authenticate-key.ts";
 import * as billing from "../../billing/index.ts";
-import { forbidden, unauthorized } from "../../errors.ts";
+import { badRequest, forbidden, unauthorized } from "../../errors.ts";
 import { ErrorEnvelope } from "../../http/schemas.ts";
 import { PageQuery } from "../account/index.ts";
 import { listLedger } from "../account/service.ts";
 import * as svc from "../accounts/service.ts";
-import { AccountView, KeyView, LedgerPage, listOf } from "./model.ts";
-
-const Limits = {
-  requests_per_minute: t.Optional(t.Nullable(t.Integer({ minimum: 0 }))),
-  tokens_per_minute: t.Optional(t.Nullable(t.Integer({ minimum: 0 }))),
-  concurrent_video_jobs: t.Optional(t.Nullable(t.Integer({ minimum: 0 }))),
-};
+import { AccountView, AccountsQuery, AdjustmentBody, CreateAccountBody, CreateKeyBody, GrantBody, KeyView, LedgerPage, Limits, listOf } from "./model.ts";
 
 const toLimits = (b: { requests_per_minute?: number | null; tokens_per_minute?: number | null; concurrent_video_jobs?: number | null }): svc.KeyLimits => {
   const out: svc.KeyLimits = {};
@@ -49,16 +43,17 @@ export const adminRoutes = (deps: AppDeps) => {
       "/accounts",
       async ({ body, set }) => {
         set.status = 201;
-        return svc.publicAccount(await svc.createFundedAccount(db, body.name, body.credits ?? 0));
+        if (body.amount !== undefined && body.credits !== undefined && body.amount !== body.credits) throw badRequest("Send the initial credits once: 'amount' (or its older name 'credits'), not both with different values.", "amount");
+        return svc.publicAccount(await svc.createFundedAccount(db, body.name, body.amount ?? body.credits ?? 0));
       },
       {
-        body: t.Object({ name: t.String({ minLength: 1, maxLength: 200 }), credits: t.Optional(t.Integer({ minimum: 0, description: "initial credits, micro-dollars" })) }, { examples: [{ name: "acme", credits: 5000000 }] }),
+        body: CreateAccountBody,
         detail: { summary: "Create an account (optionally funded)", security },
         response: { 201: AccountView, ...adminErrors },
       },
     )
     .get("/accounts", async ({ query }) => ({ object: "list" as const, data: (await svc.listAccounts(db, query.limit ?? 100, query.offset ?? 0, query.search || undefined)).map(svc.publicAccount) }), {
-      query: t.Object({ limit: t.Optional(t.Integer({ minimum: 1, maximum: 1000 })), offset: t.Optional(t.Integer({ minimum: 0 })), search: t.Optional(t.String({ maxLength: 200, description: "an exact account id, or part of the name (case-insensitive)" })) }),
+      query: AccountsQuery,
       detail: { summary: "List accounts", security },
       response: { 200: listOf(AccountView, AccountView.examples?.[0]), ...adminErrors },
     })
@@ -78,7 +73,7 @@ export const adminRoutes = (deps: AppDeps) => {
         return svc.publicAccount(await svc.getAccount(db, params.id));
       },
       {
-        body: t.Object({ amount: t.Integer({ minimum: 1, description: "micro-dollars" }), reason: t.Optional(t.String({ maxLength: 500 })), ref: t.Optional(t.String({ maxLength: 200 })) }, { examples: [{ amount: 10000000, reason: "invoice 42" }] }),
+        body: GrantBody,
         detail: { summary: "Grant credits (micro-dollars)", security },
         response: accountReply,
       },
@@ -90,7 +85,7 @@ export const adminRoutes = (deps: AppDeps) => {
         return svc.publicAccount(await svc.getAccount(db, params.id));
       },
       {
-        body: t.Object({ amount: t.Integer({ description: "signed micro-dollars; refused if the balance would drop below what is held" }), reason: t.String({ minLength: 1, maxLength: 500 }), ref: t.Optional(t.String({ maxLength: 200 })) }, { examples: [{ amount: -250_000, reason: "refund correction" }] }),
+        body: AdjustmentBody,
         detail: { summary: "Adjust credits up or down with a reason", security },
         response: accountReply,
       },
@@ -107,15 +102,7 @@ export const adminRoutes = (deps: AppDeps) => {
         return { ...svc.publicKey(record), key };
       },
       {
-        body: t.Object(
-          {
-            name: t.String({ minLength: 1, maxLength: 200 }),
-            scopes: t.Optional(t.Nullable(t.Array(t.Union([t.Literal("chat"), t.Literal("embeddings"), t.Literal("video")])))),
-            models: t.Optional(t.Nullable(t.Array(t.String(), { description: "model ids this key may use (omit: all)" }))),
-            ...Limits,
-          },
-          { examples: [{ name: "production", scopes: ["chat", "embeddings"] }] },
-        ),
+        body: CreateKeyBody,
         detail: { summary: "Create an API key. The key is in this response only; reelay stores its hash.", security },
         response: { 201: KeyView, ...adminErrors },
       },

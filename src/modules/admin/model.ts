@@ -1,5 +1,64 @@
-/** Response schemas of the admin API (what publicAccount / publicKey / listLedger return). */
+/** Request and response schemas of the admin API (responses: what publicAccount / publicKey / listLedger return). */
 import { t } from "elysia";
+import { INT4_MAX, JsonInteger, MAX_CREDITS_PER_OPERATION } from "../../http/schemas.ts";
+
+/* ---------------------------------------------------------------- requests */
+
+/** A rate-limit override: 0 to 2147483647 (an int4 column), null = the account's or the configured default. */
+const LimitValue = (what: string) => t.Optional(t.Nullable(JsonInteger({ minimum: 0, maximum: INT4_MAX, description: `${what}; 0 to ${INT4_MAX}, null: default` })));
+export const Limits = {
+  requests_per_minute: LimitValue("requests per minute"),
+  tokens_per_minute: LimitValue("tokens per minute"),
+  concurrent_video_jobs: LimitValue("video jobs running at once"),
+};
+
+const Credits = (description: string) => t.Optional(JsonInteger({ minimum: 0, maximum: MAX_CREDITS_PER_OPERATION, description }));
+
+export const CreateAccountBody = t.Object(
+  {
+    name: t.String({ minLength: 1, maxLength: 200 }),
+    // `amount` like grants and adjustments; `credits` is the older name, still accepted
+    amount: Credits(`initial credits in micro-dollars, 0 to ${MAX_CREDITS_PER_OPERATION}`),
+    credits: Credits("older name of `amount`"),
+  },
+  { examples: [{ name: "acme", amount: 5000000 }] },
+);
+
+export const GrantBody = t.Object(
+  {
+    amount: JsonInteger({ minimum: 1, maximum: MAX_CREDITS_PER_OPERATION, description: `micro-dollars, 1 to ${MAX_CREDITS_PER_OPERATION}` }),
+    reason: t.Optional(t.String({ maxLength: 500 })),
+    ref: t.Optional(t.String({ maxLength: 200 })),
+  },
+  { examples: [{ amount: 10000000, reason: "invoice 42" }] },
+);
+
+export const AdjustmentBody = t.Object(
+  {
+    amount: JsonInteger({ minimum: -MAX_CREDITS_PER_OPERATION, maximum: MAX_CREDITS_PER_OPERATION, description: "signed micro-dollars; refused if the balance would drop below what is held" }),
+    reason: t.String({ minLength: 1, maxLength: 500 }),
+    ref: t.Optional(t.String({ maxLength: 200 })),
+  },
+  { examples: [{ amount: -250_000, reason: "refund correction" }] },
+);
+
+export const CreateKeyBody = t.Object(
+  {
+    name: t.String({ minLength: 1, maxLength: 200 }),
+    scopes: t.Optional(t.Nullable(t.Array(t.UnionEnum(["chat", "embeddings", "video"]), { maxItems: 3, description: "what the key may call (omit or null: everything)" }))),
+    models: t.Optional(t.Nullable(t.Array(t.String({ minLength: 1, maxLength: 200 }), { maxItems: 1000, description: "model ids this key may use (omit or null: all)" }))),
+    ...Limits,
+  },
+  { examples: [{ name: "production", scopes: ["chat", "embeddings"] }] },
+);
+
+export const AccountsQuery = t.Object({
+  limit: t.Optional(t.Integer({ minimum: 1, maximum: 1000, description: "page size (1–1000)" })),
+  offset: t.Optional(t.Integer({ minimum: 0, maximum: 1_000_000, description: "accounts to skip (0–1000000)" })),
+  search: t.Optional(t.String({ maxLength: 200, description: "an exact account id, or part of the name (case-insensitive)" })),
+});
+
+/* --------------------------------------------------------------- responses */
 
 const LimitsView = t.Object({
   requests_per_minute: t.Nullable(t.Integer()),

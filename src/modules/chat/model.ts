@@ -3,17 +3,19 @@
  * (tools, response_format, seed, vendor extras …) is allowed through and forwarded unchanged.
  */
 import { t } from "elysia";
+import { INT4_MAX, JsonInteger } from "../../http/schemas.ts";
 
-const PositiveInt = (description: string) => t.Optional(t.Nullable(t.Integer({ minimum: 1, description })));
+/** OpenAI marks these nullable: null means "not given" */
+const Count = (maximum: number, description: string) => t.Optional(t.Nullable(JsonInteger({ minimum: 1, maximum, description })));
 
 export const ChatCompletionRequest = t.Object(
   {
     model: t.String({ minLength: 1, description: "a chat model id from GET /v1/models" }),
     messages: t.Array(t.Object({}, { additionalProperties: true }), { minItems: 1, description: "the conversation, in OpenAI's message format (forwarded unchanged)" }),
-    stream: t.Optional(t.Boolean({ description: "stream the answer as server-sent events" })),
-    max_tokens: PositiveInt("clamped to the model's maximum output"),
-    max_completion_tokens: PositiveInt("clamped to the model's maximum output"),
-    n: PositiveInt("number of choices; the credit hold covers n × max output tokens"),
+    stream: t.Optional(t.Nullable(t.Boolean({ description: "stream the answer as server-sent events (null: no)" }))),
+    max_tokens: Count(INT4_MAX, "1 to 2147483647; clamped to the model's maximum output"),
+    max_completion_tokens: Count(INT4_MAX, "1 to 2147483647; clamped to the model's maximum output"),
+    n: Count(128, "number of choices, 1 to 128 (OpenAI's limit); the credit hold covers n × max output tokens"),
     stream_options: t.Optional(t.Nullable(t.Object({ include_usage: t.Optional(t.Boolean()) }, { additionalProperties: true }))),
   },
   {

@@ -9,7 +9,7 @@ import { resolveModel } from "../../registry/resolve-model.ts";
 import type { RequestFacts } from "../../ops/hooks.ts";
 import type { ChatCapability, TokenUsage } from "../../plugin-sdk/index.ts";
 import type { RegisteredModel } from "../../registry/model-registry.ts";
-import { countTextTokens, estimateChatPromptTokens } from "../../text/tokens.ts";
+import { countTextTokens, estimateChatRequestTokens } from "../../text/tokens.ts";
 import { chatCost, closeRequest, type ChatOutcome, type OpenRequest } from "./close-request.ts";
 import type { ChatCompletionRequest } from "./model.ts";
 import { clientErrorFrom } from "../../http/plugin-errors.ts";
@@ -65,8 +65,7 @@ export function clampOutput(body: Record<string, unknown>, model: Pick<Registere
 
 /** Prompt estimate for the hold and for bills without upstream usage; tool definitions count as their JSON. */
 export function estimatePrompt(body: Record<string, unknown>): number {
-  const tools = body.tools ? countTextTokens(JSON.stringify(body.tools)) : 0;
-  return estimateChatPromptTokens(body.messages) + tools;
+  return estimateChatRequestTokens(body); // bounded in time whatever the text (src/text/tokens.ts)
 }
 
 export async function prepareChat(deps: AppDeps, call: ChatCall): Promise<PreparedChat> {

@@ -1,12 +1,13 @@
 /** Request and response schemas of POST /v1/embeddings (OpenAI's shapes). */
 import { t } from "elysia";
+import { INT4_MAX, JsonInteger } from "../../http/schemas.ts";
 
 const inputError = "'input' must be a string, an array of strings, an array of token ids, or an array of token-id arrays.";
 
 export const EmbeddingsBody = t.Object(
   {
     model: t.String({ minLength: 1, description: "model id (see GET /v1/models)", examples: ["use-lite"] }),
-    input: t.Union([t.String(), t.Array(t.String()), t.Array(t.Integer({ minimum: 0 })), t.Array(t.Array(t.Integer({ minimum: 0 })))], {
+    input: t.Union([t.String(), t.Array(t.String()), t.Array(JsonInteger({ minimum: 0, maximum: INT4_MAX })), t.Array(t.Array(JsonInteger({ minimum: 0, maximum: INT4_MAX })))], {
       description: "text to embed: a string or an array of strings (one vector each). Token-id arrays are forwarded to pass-through models only.",
       error: inputError,
     }),
@@ -16,7 +17,7 @@ export const EmbeddingsBody = t.Object(
         error: "'encoding_format' must be 'float' or 'base64'.",
       }),
     ),
-    dimensions: t.Optional(t.Integer({ minimum: 1, description: "output size; only for models that support it (400 otherwise)", error: "'dimensions' must be a positive integer." })),
+    dimensions: t.Optional(JsonInteger({ minimum: 1, maximum: 65_536, description: "output size, 1 to 65536; only for models that support it (400 otherwise)", error: "'dimensions' must be an integer from 1 to 65536." })),
     user: t.Optional(t.String({ description: "end-user id; accepted, forwarded to pass-through upstreams" })),
   },
   {

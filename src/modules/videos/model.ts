@@ -1,11 +1,8 @@
 /** Request and response schemas of the video routes (types come from `.static`). */
 import { t } from "elysia";
 
-/**
- * A strict JSON integer. Elysia's `t.Integer` also accepts numeric strings ("5"); a client sending
- * a string for `seconds` has a bug we should report, not paper over.
- */
-const JsonInteger = (o: { minimum: number; maximum: number; error: string; description?: string }) => t.Number({ multipleOf: 1, ...o });
+// strict JSON integers: a client sending a string for `seconds` has a bug we should report, not paper over
+import { JsonInteger } from "../../http/schemas.ts";
 
 export const VIDEO_SIZES = ["480x832", "832x480", "624x624"] as const;
 export type VideoSize = (typeof VIDEO_SIZES)[number];
@@ -66,5 +63,5 @@ export const VideoList = t.Object(
 
 export const ListQuery = t.Object({
   limit: t.Optional(t.Integer({ minimum: 1, maximum: 100, default: 20, error: "'limit' must be an integer from 1 to 100." })),
-  after: t.Optional(t.String({ description: "cursor: the last id of the previous page" })),
+  after: t.Optional(t.String({ maxLength: 64, description: "cursor: the last id of the previous page" })),
 });
