@@ -99,10 +99,10 @@ export function describeSchema(s: TSchema): string {
       return "null";
     case "array": {
       const { items, minItems, maxItems } = s as { items?: TSchema; minItems?: number; maxItems?: number };
-      const size = minItems && maxItems ? ` (${minItems} to ${maxItems} items)` : minItems ? ` (at least ${minItems})` : maxItems ? ` (at most ${maxItems})` : "";
+      const size = minItems && maxItems ? ` (${minItems} to ${maxItems} items)` : minItems && minItems > 1 ? ` (at least ${minItems})` : maxItems ? ` (at most ${maxItems})` : "";
       const each = items ? describeSchema(items) : null;
       const of = !each ? "" : each.startsWith("one of") ? ` whose items are each ${each}` : ` of ${plural(each)}`;
-      return `an array${of}${size}`;
+      return `${minItems === 1 && !maxItems ? "a non-empty array" : "an array"}${of}${size}`;
     }
     case "object":
       return "a JSON object";
@@ -120,6 +120,7 @@ function range(s: TSchema): string {
 
 /** "an integer from 0 to 9" → "integers from 0 to 9", "a string" → "strings", "one of …" stays */
 function plural(desc: string): string {
+  if (desc === "a JSON object") return "JSON objects";
   return desc.replace(/^(a non-empty|an|a) (\w+)/, (_m, article: string, noun: string) => `${article === "a non-empty" ? "non-empty " : ""}${noun}s`);
 }
 
