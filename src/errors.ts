@@ -44,7 +44,13 @@ export const forbidden = (message: string) => new ApiError(403, "permission_erro
 export const notFound = (message: string, code = "not_found", param: string | null = null) =>
   new ApiError(404, "not_found_error", message, { code, param });
 export const modelNotFound = (model: string) =>
-  new ApiError(404, "not_found_error", `The model '${model}' does not exist or you do not have access to it.`, { code: "model_not_found", param: "model" });
+  new ApiError(404, "not_found_error", `The model '${quoted(model)}' does not exist or you do not have access to it.`, { code: "model_not_found", param: "model" });
+
+/** A client-supplied name inside a message: at most 100 characters, control characters escaped. */
+export function quoted(s: string, max = 100): string {
+  const cut = s.length > max ? s.slice(0, max) + "…" : s;
+  return cut.replace(/[\u0000-\u001f\u007f]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
 export const insufficientQuota = (needed: number, available: number) =>
   new ApiError(402, "insufficient_quota", `Insufficient credits: this request needs ${formatUsd(needed)} but only ${formatUsd(available)} is available.`, { code: "insufficient_quota" });
 export const tooLarge = (message: string, param: string | null = null) =>

@@ -8,7 +8,8 @@ import {
   PLUGIN_API_VERSION, PluginError,
   type ChatCapability, type EmbeddingsCapability, type ModelInstance, type PluginContext, type ReelayPlugin, type TokenUsage,
 } from "../../src/plugin-sdk/index.ts";
-import { parseOptions, validateOptions, type OpenAICompatibleOptions } from "./options.ts";
+import { DEFAULT_MAX_RESPONSE_BYTES, parseOptions, validateOptions, type OpenAICompatibleOptions } from "./options.ts";
+import { redactor, urlPassword, type Redact } from "./redact.ts";
 import { sseEvents } from "./sse.ts";
 import { UpstreamCall } from "./upstream-call.ts";
 
@@ -23,9 +24,10 @@ export default {
     const opts = parseOptions(ctx.options);
     const headers = requestHeaders(ctx, opts);
     const model = opts.upstreamModel ?? ctx.modelId;
+    const redact = redactor([opts.apiKeyEnv ? ctx.env(opts.apiKeyEnv) : undefined, urlPassword(opts.baseUrl)]);
     return {
-      chat: opts.capabilities.includes("chat") ? chat(ctx, opts, headers, model) : undefined,
-      embeddings: opts.capabilities.includes("embeddings") ? embeddings(ctx, opts, headers, model) : undefined,
+      chat: opts.capabilities.includes("chat") ? chat(ctx, opts, headers, model, redact) : undefined,
+      embeddings: opts.capabilities.includes("embeddings") ? embeddings(ctx, opts, headers, model, redact) : undefined,
     };
   },
 } satisfies ReelayPlugin;
@@ -40,16 +42,17 @@ function requestHeaders(ctx: PluginContext, opts: OpenAICompatibleOptions): Reco
   return headers;
 }
 
-function chat(ctx: PluginContext, opts: OpenAICompatibleOptions, headers: Record<string, string>, model: string): ChatCapability {
+function chat(ctx: PluginContext, opts: OpenAICompatibleOptions, headers: Record<string, string>, model: string, redact: Redact): ChatCapability {
   const url = `${opts.baseUrl}/chat/completions`;
+  const maxBytes = opts.limits.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES.chat;
   return {
     async complete(body, { signal }) {
-      const call = new UpstreamCall(signal, opts.timeouts);
+      const call = new UpstreamCall(signal, opts.timeouts, redact);
       try {
         // No connect / first-byte deadline here: a non-streamed upstream sends its headers only
         // when the whole completion is done, so only totalMs bounds the wait.
         const res = await call.post(ctx, url, { ...body, model }, { ...headers, accept: "application/json" });
-        const completion = parseJson(await readAll(call, res), "completion");
+        const completion = parseJson(redact(await readAll(call, res, maxBytes)), "completion");
         return { completion, usage: tokenUsage(completion?.usage) };
       } finally {
         call.finish();
@@ -57,7 +60,7 @@ function chat(ctx: PluginContext, opts: OpenAICompatibleOptions, headers: Record
     },
 
     async stream(body, { signal }) {
-      const call = new UpstreamCall(signal, opts.timeouts);
+      const call = new UpstreamCall(signal, opts.timeouts, redact);
       const stream_options = {
         ...(isObject(body.stream_options) ? body.stream_options : {}),
         include_usage: true,
@@ -70,7 +73,7 @@ function chat(ctx: PluginContext, opts: OpenAICompatibleOptions, headers: Record
         if (!type.startsWith("text/event-stream")) {
           throw new PluginError("malformed", `upstream answered a stream request with content-type ${JSON.stringify(type)}, not text/event-stream`);
         }
-        return relay(call, res);
+        return relay(call, res, opts.limits.maxEventBytes, redact);
       } catch (err) {
         call.finish();
         throw err;
@@ -79,23 +82,24 @@ function chat(ctx: PluginContext, opts: OpenAICompatibleOptions, headers: Record
   };
 }
 
-async function* relay(call: UpstreamCall, res: Response) {
+async function* relay(call: UpstreamCall, res: Response, maxEventChars: number, redact: Redact) {
   try {
-    yield* sseEvents(call.chunks(res, "first byte"));
+    yield* sseEvents(call.chunks(res, "first byte"), { maxEventChars, redact });
   } finally {
     call.finish(); // also runs when the consumer stops early: the upstream request is aborted
   }
 }
 
-function embeddings(ctx: PluginContext, opts: OpenAICompatibleOptions, headers: Record<string, string>, model: string): EmbeddingsCapability {
+function embeddings(ctx: PluginContext, opts: OpenAICompatibleOptions, headers: Record<string, string>, model: string, redact: Redact): EmbeddingsCapability {
   const url = `${opts.baseUrl}/embeddings`;
+  const maxBytes = opts.limits.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES.embeddings;
   return {
     supportsDimensions: true,
     async embed({ body, inputs }, { signal }) {
-      const call = new UpstreamCall(signal, opts.timeouts);
+      const call = new UpstreamCall(signal, opts.timeouts, redact);
       try {
         const res = await call.post(ctx, url, { ...body, model }, { ...headers, accept: "application/json" });
-        const json = parseJson(await readAll(call, res), "embeddings");
+        const json = parseJson(redact(await readAll(call, res, maxBytes)), "embeddings");
         if (!Array.isArray(json?.data)) throw new PluginError("malformed", "upstream embeddings answer has no data array");
         const data = json.data.map((d: any, i: number) => ({ index: typeof d?.index === "number" ? d.index : i, embedding: d?.embedding }));
         // Some servers (older llama.cpp) omit usage; bill by reelay's own count then.
@@ -109,12 +113,23 @@ function embeddings(ctx: PluginContext, opts: OpenAICompatibleOptions, headers: 
   };
 }
 
-async function readAll(call: UpstreamCall, res: Response): Promise<string> {
+/** The whole answer as text, stopping at `maxBytes`: past it the upstream request is aborted and the call fails (502). */
+async function readAll(call: UpstreamCall, res: Response, maxBytes: number): Promise<string> {
+  const declared = Number(res.headers.get("content-length") ?? 0);
+  if (declared > maxBytes) throw tooLargeAnswer(maxBytes);
   const decoder = new TextDecoder();
-  let text = "";
-  for await (const chunk of call.chunks(res, "idle")) text += decoder.decode(chunk, { stream: true });
-  return text + decoder.decode();
+  const parts: string[] = [];
+  let bytes = 0;
+  for await (const chunk of call.chunks(res, "idle")) {
+    bytes += chunk.byteLength;
+    if (bytes > maxBytes) throw tooLargeAnswer(maxBytes);
+    parts.push(decoder.decode(chunk, { stream: true }));
+  }
+  return parts.join("") + decoder.decode();
 }
+
+const tooLargeAnswer = (maxBytes: number) =>
+  new PluginError("malformed", `upstream answer is larger than ${maxBytes} bytes (the model's limits.maxResponseBytes)`);
 
 function parseJson(text: string, what: string): any {
   try {

@@ -21,6 +21,21 @@ export interface Timeouts {
   totalMs: number;
 }
 
+export interface Limits {
+  /**
+   * Largest non-streamed answer read, bytes; beyond it the call fails (502) and the hold is
+   * released. A 200 MB upstream answer raised reelay's RSS by 389 MiB before this cap existed.
+   * Default 16 MiB for chat (128 choices × 32k tokens of text is ~16 MB) and 128 MiB for
+   * embeddings (2,048 inputs × 3,072 dimensions as JSON floats is ~125 MB).
+   */
+  maxResponseBytes?: number;
+  /** Largest single streamed event, bytes (default 1 MiB; a chat chunk is well under 10 KB). */
+  maxEventBytes: number;
+}
+
+export const DEFAULT_MAX_RESPONSE_BYTES = { chat: 16 * 1024 * 1024, embeddings: 128 * 1024 * 1024 } as const;
+export const DEFAULT_MAX_EVENT_BYTES = 1024 * 1024;
+
 export interface OpenAICompatibleOptions {
   /** includes the /v1 part, like the OpenAI SDK's baseURL; no trailing slash */
   baseUrl: string;
@@ -29,11 +44,12 @@ export interface OpenAICompatibleOptions {
   timeouts: Timeouts;
   continuousUsageStats: boolean;
   capabilities: Capability[];
+  limits: Limits;
 }
 
 export const DEFAULT_TIMEOUTS: Timeouts = { connectMs: 10_000, firstByteMs: 60_000, idleMs: 30_000, totalMs: 600_000 };
 
-const KNOWN = new Set(["baseUrl", "apiKeyEnv", "upstreamModel", "timeouts", "continuousUsageStats", "capabilities"]);
+const KNOWN = new Set(["baseUrl", "apiKeyEnv", "upstreamModel", "timeouts", "continuousUsageStats", "capabilities", "limits"]);
 const CAPABILITIES = new Set<string>(["chat", "embeddings"]);
 
 export function validateOptions(o: Record<string, unknown>): string[] {
@@ -62,6 +78,15 @@ export function validateOptions(o: Record<string, unknown>): string[] {
       }
     }
   }
+  if (o.limits !== undefined) {
+    if (typeof o.limits !== "object" || o.limits === null || Array.isArray(o.limits)) problems.push(`"limits" must be an object`);
+    else {
+      for (const [key, value] of Object.entries(o.limits)) {
+        if (key !== "maxResponseBytes" && key !== "maxEventBytes") problems.push(`unknown option "limits.${key}" (known: maxResponseBytes, maxEventBytes)`);
+        else if (!Number.isSafeInteger(value) || (value as number) < 1024) problems.push(`"limits.${key}" must be an integer number of bytes, at least 1024`);
+      }
+    }
+  }
   if (o.capabilities !== undefined) {
     if (!Array.isArray(o.capabilities) || o.capabilities.length === 0) problems.push(`"capabilities" must be a non-empty array of "chat" | "embeddings"`);
     else for (const c of o.capabilities) if (!CAPABILITIES.has(c)) problems.push(`"capabilities" has unknown entry ${JSON.stringify(c)} (known: chat, embeddings)`);
@@ -78,5 +103,6 @@ export function parseOptions(o: Record<string, unknown>): OpenAICompatibleOption
     timeouts: { ...DEFAULT_TIMEOUTS, ...(o.timeouts as Partial<Timeouts> | undefined) },
     continuousUsageStats: o.continuousUsageStats === true,
     capabilities: (o.capabilities as Capability[] | undefined) ?? ["chat"],
+    limits: { maxEventBytes: DEFAULT_MAX_EVENT_BYTES, ...(o.limits as Partial<Limits> | undefined) },
   };
 }

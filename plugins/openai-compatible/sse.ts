@@ -1,19 +1,19 @@
 /** Server-sent events of an OpenAI-style stream → ChatStreamEvent, one at a time as they arrive. */
 import { createParser, type EventSourceMessage } from "eventsource-parser";
 import { PluginError, type ChatStreamEvent } from "../../src/plugin-sdk/index.ts";
-
-/** One event larger than this is not a chat chunk; stop before it eats memory. */
-const MAX_EVENT_CHARS = 8 * 1024 * 1024;
+import type { Redact } from "./redact.ts";
 
 /**
  * Yields each `data:` payload with its parsed JSON, ending after `[DONE]`. Throws
- * PluginError('malformed') for a non-JSON payload or when the bytes end before `[DONE]`.
+ * PluginError('malformed') for a non-JSON payload, an event over `maxEventChars` (it is not a chat
+ * chunk; stop before it eats memory) or when the bytes end before `[DONE]`. Payloads go through
+ * `redact` before anything reads them.
  */
-export async function* sseEvents(chunks: AsyncIterable<Uint8Array>): AsyncGenerator<ChatStreamEvent> {
+export async function* sseEvents(chunks: AsyncIterable<Uint8Array>, opts: { maxEventChars: number; redact: Redact }): AsyncGenerator<ChatStreamEvent> {
   const pending: EventSourceMessage[] = [];
   let parseError: Error | undefined;
   const parser = createParser({
-    maxBufferSize: MAX_EVENT_CHARS,
+    maxBufferSize: opts.maxEventChars,
     onEvent: (e) => pending.push(e),
     onError: (e) => {
       // unknown fields and bad `retry:` values are ignorable per the SSE spec; an overflow is not
@@ -26,7 +26,7 @@ export async function* sseEvents(chunks: AsyncIterable<Uint8Array>): AsyncGenera
     parser.feed(decoder.decode(chunk, { stream: true }));
     if (parseError) throw new PluginError("malformed", `upstream stream: ${parseError.message}`, { cause: parseError });
     while (pending.length > 0) {
-      const { data } = pending.shift()!;
+      const data = opts.redact(pending.shift()!.data);
       if (data === "[DONE]") {
         yield { data };
         return;

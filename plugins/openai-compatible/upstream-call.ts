@@ -6,6 +6,7 @@
 import { PluginError, type PluginContext } from "../../src/plugin-sdk/index.ts";
 import { isConnectionRefused, networkFailure, upstreamHttpError } from "./errors.ts";
 import type { Timeouts } from "./options.ts";
+import type { Redact } from "./redact.ts";
 
 /** 2 retries, 100 then 300 ms: long enough for a restarting local server, short next to a request. */
 const RETRY_BACKOFF_MS = [100, 300];
@@ -20,7 +21,7 @@ export class UpstreamCall {
   /** headers received: from here on nothing is retried */
   answered = false;
 
-  constructor(private readonly caller: AbortSignal, private readonly timeouts: Timeouts) {
+  constructor(private readonly caller: AbortSignal, private readonly timeouts: Timeouts, private readonly redact: Redact = (t) => t) {
     this.totalTimer = setTimeout(() => this.timeout(`total (${timeouts.totalMs} ms)`), timeouts.totalMs);
     if (caller.aborted) this.onCallerAbort();
     else caller.addEventListener("abort", this.onCallerAbort, { once: true });
@@ -55,7 +56,7 @@ export class UpstreamCall {
     if (this.caller.aborted) return this.caller.reason;
     const reason = this.ac.signal.reason;
     if (this.ac.signal.aborted && reason instanceof PluginError) return reason;
-    return networkFailure(err, this.answered);
+    return networkFailure(err, this.answered, this.redact);
   }
 
   private timeout(what: string): void {
@@ -78,7 +79,7 @@ export class UpstreamCall {
         throw this.failure(err);
       }
       this.answered = true;
-      if (!res.ok) throw await upstreamHttpError(res);
+      if (!res.ok) throw await upstreamHttpError(res, this.redact);
       return res;
     }
   }

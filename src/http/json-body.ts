@@ -9,7 +9,7 @@
  * Routes without a body schema never read the body.
  */
 import { Elysia } from "elysia";
-import { badRequest, tooLarge } from "../errors.ts";
+import { badRequest, quoted, tooLarge } from "../errors.ts";
 
 /**
  * 64 levels: OpenAI tool and response-format JSON Schemas nest ~10 deep in practice. Unbounded
@@ -141,7 +141,4 @@ export function nulPath(root: unknown): string | null {
 }
 
 /** A client-supplied string made safe to quote in a message: bounded, control characters escaped. */
-export function printable(s: string, max = 60): string {
-  const cut = s.length > max ? s.slice(0, max) + "…" : s;
-  return cut.replace(/[\u0000-\u001f\u007f]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`);
-}
+export const printable = quoted;

@@ -67,6 +67,14 @@ export interface FakeBehaviour {
   omitUsage?: boolean;
   /** never answer: hold the request open until the client goes away or stop() */
   hang?: boolean;
+  /** hostile: quote the Authorization header received in error bodies and stream error events */
+  echoAuthorization?: boolean;
+  /** hostile: a non-streamed answer of about this many bytes (valid JSON, a huge content string), sent in 1 MiB writes */
+  bodyBytes?: number;
+  /** hostile: streaming, the first content event carries about this many bytes, without a newline until its end */
+  eventBytes?: number;
+  /** streaming: after this many content chunks send an OpenAI-style error event and end the response */
+  errorEventAfterChunks?: number;
 }
 
 export interface RecordedRequest {
@@ -187,13 +195,16 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     const b = behaviourFor(headers["x-fake-behaviour"], body);
     if (b.hang) return; // nothing is ever written; "close" records the client giving up
     if (b.delayHeadersMs) await Bun.sleep(b.delayHeadersMs);
+    const echo = b.echoAuthorization ? ` (request had Authorization: ${headers["authorization"] ?? "none"})` : "";
     if (b.status && b.status >= 400) {
-      return send(b.status, errorBody(b.errorMessage ?? `fake upstream error ${b.status}`,
+      return send(b.status, errorBody((b.errorMessage ?? `fake upstream error ${b.status}`) + echo,
         b.errorType ?? (b.status >= 500 ? "server_error" : "invalid_request_error"), b.errorCode ?? null));
     }
     if (req.method === "POST" && url.pathname === "/v1/chat/completions") {
       if (!Array.isArray(body?.messages)) return send(400, errorBody("'messages' is a required property", "invalid_request_error", null, "messages"));
-      return body.stream === true ? streamChat(rec, res, body, b) : send(200, chatCompletion(body, b));
+      if (body.stream === true) return streamChat(rec, res, body, b, echo);
+      if (b.bodyBytes) return sendHuge(rec, res, chatCompletion(body, b), b.bodyBytes);
+      return send(200, chatCompletion(body, b));
     }
     if (req.method === "POST" && url.pathname === "/v1/embeddings") return send(200, embeddings(body, b));
     if (req.method === "GET" && url.pathname === "/v1/models") {
@@ -232,7 +243,20 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     };
   }
 
-  async function streamChat(rec: RecordedRequest, res: ServerResponse, body: any, b: FakeBehaviour): Promise<void> {
+  /** `json` with its first message content padded to ~`bytes`, written in 1 MiB pieces with backpressure */
+  async function sendHuge(rec: RecordedRequest, res: ServerResponse, json: any, bytes: number): Promise<void> {
+    const text = JSON.stringify(json);
+    const cut = text.indexOf('"content":"') + '"content":"'.length;
+    res.writeHead(200, { "content-type": "application/json" });
+    const block = "x".repeat(1024 * 1024);
+    if (!(await writeAll(res, text.slice(0, cut)))) return;
+    for (let sent = 0; sent < bytes; sent += block.length) if (!(await writeAll(res, block))) return;
+    await writeAll(res, text.slice(cut));
+    rec.completed = true;
+    res.end();
+  }
+
+  async function streamChat(rec: RecordedRequest, res: ServerResponse, body: any, b: FakeBehaviour, echo = ""): Promise<void> {
     const { n, max } = replyLength(body, b);
     const includeUsage = body.stream_options?.include_usage === true && !b.omitUsage;
     // vLLM only sends per-chunk usage when include_usage is also set.
@@ -251,7 +275,23 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     for (let i = 0; i < n; i++) {
       if (i > 0 && !(await sleep(b.delayBetweenChunksMs))) return;
       const word = REPLY_WORDS[i % REPLY_WORDS.length];
+      if (i === 0 && b.eventBytes) {
+        // one event of ~eventBytes: its `data:` line is written in 1 MiB pieces, the newline last
+        const text = chunk([{ index: 0, delta: { role: "assistant", content: word }, logprobs: null, finish_reason: null }], 1);
+        const cut = text.indexOf(word) + word.length;
+        const block = "x".repeat(1024 * 1024);
+        if (!(await writeAll(res, `data: ${text.slice(0, cut)}`))) return;
+        for (let sent = 0; sent < b.eventBytes; sent += block.length) if (!(await writeAll(res, block))) return;
+        if (!(await writeAll(res, `${text.slice(cut)}\n\n`))) return;
+        continue;
+      }
       write(chunk([{ index: 0, delta: i === 0 ? { role: "assistant", content: word } : { content: word }, logprobs: null, finish_reason: null }], i + 1));
+      if (b.errorEventAfterChunks === i + 1) {
+        write(JSON.stringify(errorBody(`fake upstream failed mid-stream${echo}`, "server_error", "stream_failed")));
+        rec.completed = true;
+        res.end();
+        return;
+      }
       if (b.garbageAfterChunks === i + 1) write("this is not json");
       if (b.dropAfterChunks === i + 1) {
         await Bun.sleep(20); // let the chunks before the drop reach the client first
@@ -346,6 +386,13 @@ export function fakeEmbedding(key: string, dims: number): Float32Array {
 
 function errorBody(message: string, type: string, code: string | null = null, param: string | null = null) {
   return { error: { message, type, param, code } };
+}
+
+/** write, waiting for the socket to drain; false once the client has gone */
+async function writeAll(res: ServerResponse, text: string): Promise<boolean> {
+  if (res.destroyed) return false;
+  if (!res.write(text)) await new Promise<void>((r) => { res.once("drain", r); res.once("close", r); });
+  return !res.destroyed;
 }
 
 async function readBody(req: IncomingMessage): Promise<string> {

@@ -57,6 +57,7 @@ export async function createFundedAccount(db: Tx, name: string, credits = 0) {
 }
 
 export async function setAccountLimits(tx: Tx, id: string, limits: KeyLimits) {
+  if (Object.keys(limits).length === 0) return getAccount(tx, id); // PATCH {}: nothing to change (an empty SET is an SQL error)
   const [row] = await tx.update(accounts).set(limits).where(eq(accounts.id, id)).returning();
   if (!row) throw new ApiError(404, "not_found_error", `No account '${id}'.`, { code: "account_not_found" });
   return row;
@@ -125,7 +126,8 @@ export async function rotateKey(db: Tx, keyId: string) {
 }
 
 export async function setKeyLimits(tx: Tx, keyId: string, limits: KeyLimits) {
-  await getKey(tx, keyId);
+  const key = await getKey(tx, keyId);
+  if (Object.keys(limits).length === 0) return key; // PATCH {}: nothing to change
   const [row] = await tx.update(apiKeys).set(limits).where(eq(apiKeys.id, keyId)).returning();
   return row!;
 }

@@ -10,7 +10,7 @@ const Count = (maximum: number, description: string) => t.Optional(t.Nullable(Js
 
 export const ChatCompletionRequest = t.Object(
   {
-    model: t.String({ minLength: 1, description: "a chat model id from GET /v1/models" }),
+    model: t.String({ minLength: 1, maxLength: 256, description: "a chat model id from GET /v1/models" }),
     messages: t.Array(t.Object({}, { additionalProperties: true }), { minItems: 1, description: "the conversation, in OpenAI's message format (forwarded unchanged)" }),
     stream: t.Optional(t.Nullable(t.Boolean({ description: "stream the answer as server-sent events (null: no)" }))),
     max_tokens: Count(INT4_MAX, "1 to 2147483647; clamped to the model's maximum output"),

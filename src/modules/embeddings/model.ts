@@ -6,7 +6,7 @@ const inputError = "'input' must be a string, an array of strings, an array of t
 
 export const EmbeddingsBody = t.Object(
   {
-    model: t.String({ minLength: 1, description: "model id (see GET /v1/models)", examples: ["use-lite"] }),
+    model: t.String({ minLength: 1, maxLength: 256, description: "model id (see GET /v1/models)", examples: ["use-lite"] }),
     input: t.Union([t.String(), t.Array(t.String()), t.Array(JsonInteger({ minimum: 0, maximum: INT4_MAX })), t.Array(t.Array(JsonInteger({ minimum: 0, maximum: INT4_MAX })))], {
       description: "text to embed: a string or an array of strings (one vector each). Token-id arrays are forwarded to pass-through models only.",
       error: inputError,

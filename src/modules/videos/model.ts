@@ -11,7 +11,7 @@ export const MAX_STEPS = 100;
 
 export const SubmitBody = t.Object(
   {
-    model: t.String({ minLength: 1, error: "'model' must be a non-empty string naming a video model." }),
+    model: t.String({ minLength: 1, maxLength: 256, error: "'model' must be a non-empty string (at most 256 characters) naming a video model." }),
     prompt: t.String({ minLength: 1, maxLength: MAX_PROMPT_CHARS, error: `'prompt' is required: a non-empty string of at most ${MAX_PROMPT_CHARS} characters.` }),
     negative_prompt: t.Optional(t.String({ maxLength: MAX_PROMPT_CHARS, error: `'negative_prompt' must be a string of at most ${MAX_PROMPT_CHARS} characters.` })),
     image: t.Optional(t.String({ description: "Source image: base64 or a data URL of a PNG, JPEG or WebP of at most 4096x4096 pixels (16,777,216) and REELAY_MAX_IMAGE_BYTES (10 MiB by default). Exactly one of image and image_url.", error: "'image' must be a string: base64 or a data URL of a PNG, JPEG or WebP image." })),
