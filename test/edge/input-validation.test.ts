@@ -170,7 +170,7 @@ describe("one plain-words validation message mapping (14.5)", () => {
     expect(scope.body.error.message).toBe("Invalid field 'scopes[1]': must be one of 'chat', 'embeddings', 'video'; got \"admin\".");
     expect((await call("POST", `/admin/accounts/${accountId}/keys`, { name: "k", scopes: "chat" }, { admin: true })).body.error.message)
       .toBe("Invalid field 'scopes': must be an array whose items are each one of 'chat', 'embeddings', 'video' (at most 3) or null; got \"chat\".");
-    expect((await call("POST", "/v1/embeddings", { input: "x" })).body.error.message).toBe("Missing required field 'model': a non-empty string.");
+    expect((await call("POST", "/v1/embeddings", { input: "x" })).body.error.message).toBe("Missing required field 'model': a non-empty string of at most 256 characters.");
     expect((await call("POST", "/v1/chat/completions", { model: "chat-edge" })).body.error.message).toBe("Missing required field 'messages': a non-empty array of JSON objects.");
     expect((await call("GET", "/v1/usage?limit=abc")).body.error.message).toBe("Invalid query parameter 'limit': must be an integer from 1 to 500; got \"abc\".");
     expect((await call("POST", "/v1/chat/completions", [1, 2])).body.error.message).toBe("The request body must be a JSON object; got an array of 2 items.");
