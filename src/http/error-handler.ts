@@ -39,6 +39,11 @@ function classify(ctx: ErrorContext, methodsFor: (path: string) => string[], log
   }
   if (code === "VALIDATION") {
     const v = error as { type?: string; valueError?: { path: string; schema: object; value: unknown } };
+    if (v.type === "response") {
+      // our answer broke its own schema: a bug, not the client's fault
+      logger.error({ requestId: ctx.requestId, path: ctx.path, at: v.valueError?.path }, "response does not match its schema");
+      return internalError();
+    }
     if (v.type === "property" && v.valueError) {
       // a query number that parsed but is out of range: Elysia checks the converted value alone and
       // loses the name, so find the query parameter that holds it
