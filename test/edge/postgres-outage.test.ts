@@ -22,8 +22,8 @@ const admin = (path: string, body?: unknown) =>
 beforeAll(async () => {
   pg = await startPgCluster();
   const databaseUrl = await pg.createDatabase("reelay_outage");
-  // holds of requests cut by the outage are released by the sweeper after 2 s
-  const config = testConfig({ DATABASE_URL: databaseUrl, REELAY_RATE_RPM: "0", REELAY_RATE_TPM: "0", REELAY_HOLD_TTL_SECONDS: "2", REELAY_HOLD_SWEEP_MS: "200", REELAY_KEY_CACHE_MS: "60000" });
+  // holds of requests cut by the outage are released by the sweeper after 5 s
+  const config = testConfig({ DATABASE_URL: databaseUrl, REELAY_RATE_RPM: "0", REELAY_RATE_TPM: "0", REELAY_HOLD_TTL_SECONDS: "5", REELAY_HOLD_SWEEP_MS: "200", REELAY_KEY_CACHE_MS: "60000" });
   server = await startServer(config, { logger: createLogger(config) });
   url = server.url!;
   accountId = (await (await admin("/admin/accounts", { name: "outage", amount: 10_000_000 })).json()).id;
@@ -93,16 +93,27 @@ test("503 while down, not ready, nothing charged for refused requests, recovery 
   expect(stopMs).toBeLessThan(10_000);
   expect((await fetch(url + "/readyz")).status).toBe(200);
 
-  // money: every 200 charged once, nothing for a 503; no hold left once the sweeper has run
+  // money: every 200 charged exactly once (by its request id), nothing for a 503; no hold left once the sweeper has run
   const ok = samples.filter((s) => s.status === 200).length + 1;
   let acct: { balance: number; held: number } = { balance: 0, held: -1 };
-  for (let i = 0; i < 50 && acct.held !== 0; i++) {
+  for (let i = 0; i < 75 && acct.held !== 0; i++) {
     await Bun.sleep(200);
     acct = (await (await admin(`/admin/accounts/${accountId}`)).json()) as { balance: number; held: number };
   }
-  const ledger = ((await (await admin(`/admin/accounts/${accountId}/ledger?limit=500`)).json()) as { data: Array<{ kind: string; amount: number }> }).data;
+  const ledger: Array<{ kind: string; amount: number; ref: string | null }> = [];
+  for (let before: number | null = null, more = true; more; ) {
+    const page = (await (await admin(`/admin/accounts/${accountId}/ledger?limit=500${before ? `&before=${before}` : ""}`)).json()) as { data: typeof ledger; has_more: boolean; next_before: number | null };
+    ledger.push(...page.data);
+    more = page.has_more;
+    before = page.next_before;
+  }
   const charges = ledger.filter((r) => r.kind === "charge");
+  const chargedRefs = charges.map((r) => r.ref);
   expect(acct.held).toBe(0);
+  for (const s of samples) {
+    const n = chargedRefs.filter((ref) => ref === s.requestId).length;
+    expect({ status: s.status, charges: n }).toEqual({ status: s.status, charges: s.status === 200 ? 1 : 0 });
+  }
   expect(charges.length).toBe(ok);
   expect(acct.balance).toBe(10_000_000 + charges.reduce((n, r) => n + Number(r.amount), 0));
   console.log(`postgres outage: pg_ctl stop -m fast ${stopMs.toFixed(0)} ms under traffic; ${during.length} requests while down, all 503 (max ${Math.max(...during.map((s) => s.ms)).toFixed(0)} ms each); first successful request sent ${recoveryMs.toFixed(0)} ms (answered ${answeredMs.toFixed(0)} ms) after the database accepted connections again, ${samples.filter((s) => s.at > upAt && s.at <= upAt + 1000 && s.status !== 200).length} refused in the first second after; ${ok} charged, ${samples.length + 1 - ok} refused`);
