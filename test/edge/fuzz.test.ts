@@ -6,7 +6,8 @@
  * interval timer measures its lateness); and money: the fuzzing account has no credits, so no request can
  * charge it, and its balance, held amount and ledger stay exactly as they were.
  *
- * FUZZ_SEED=<n> reproduces a run; the seed, the status histogram and the max lag are printed.
+ * FUZZ_SEED=<n> reproduces a run; the seed, the status histogram and the max lag are printed;
+ * FUZZ_DEBUG=1 also prints the requests in flight whenever the loop is blocked over 30 ms.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";

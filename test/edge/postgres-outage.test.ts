@@ -62,6 +62,17 @@ test("503 while down, not ready, nothing charged for refused requests, recovery 
   const ready = await fetch(url + "/readyz");
   expect(ready.status).toBe(503);
   expect(((await ready.json()) as { status: string }).status).toBe("not_ready");
+  // every route that needs the database says so the same way
+  const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+  for (const [method, path, body, asAdmin] of [
+    ["GET", "/v1/account", undefined, false], ["GET", "/v1/usage", undefined, false], ["GET", "/v1/videos/generations", undefined, false],
+    ["POST", "/v1/videos/generations", { model: "preview-motion", prompt: "zoom", image: png, seconds: 1 }, false],
+    ["GET", "/admin/accounts", undefined, true], ["POST", `/admin/accounts/${accountId}/credits`, { amount: 5 }, true],
+  ] as const) {
+    const res = await fetch(url + path, { method, headers: { authorization: `Bearer ${asAdmin ? ADMIN_TOKEN : key}`, "content-type": "application/json" }, body: body ? JSON.stringify(body) : undefined });
+    const json = (await res.json()) as { error?: { code: string; type: string } };
+    expect({ path, status: res.status, code: json.error?.code, retryAfter: res.headers.get("retry-after") }).toEqual({ path, status: 503, code: "service_unavailable", retryAfter: "1" });
+  }
   const startMs = await pg.start();
   const upAt = performance.now();
   // keep the traffic going until a success after the return, then 1 s more
