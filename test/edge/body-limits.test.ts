@@ -52,6 +52,17 @@ describe("every oversized body gets the 413 envelope without being read", () => 
     }
   }
 
+  test("a body sent to a route that takes none is never read (10× the limit, chunked)", async () => {
+    for (const [method, path, status] of [["GET", "/v1/models", 200], ["POST", "/v1/videos/generations/vid_none/cancel", 404]] as const) {
+      const before = processMemoryMiB(server.pid);
+      const res = await rawRequest(server.url, { method, path, chunked: true, bodyBytes: LIMIT * 10, headers: { authorization: `Bearer ${key}` } });
+      const after = processMemoryMiB(server.pid);
+      expect(res.status).toBe(status);
+      expect(res.sentBodyBytes).toBeLessThan(LIMIT * 10);
+      expect(after.peak - before.peak).toBeLessThan(16);
+    }
+  });
+
   test("a chunked body just under the limit is read and served", async () => {
     const res = await rawRequest(server.url, {
       method: "POST", path: "/admin/accounts", chunked: true, body: JSON.stringify({ name: "x".repeat(LIMIT - 200) }),
