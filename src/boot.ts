@@ -90,6 +90,7 @@ export async function buildModels(config: Config, logger: Logger): Promise<Model
   const registry = await buildRegistry(models, plugins, contextFactory({ logger, env: process.env, safeFetchBytes, host: hostServices() }), {
     waitMs: config.loadWaitMs,
     retryAfterMs: 10_000,
+    idleUnloadMs: config.modelIdleMs,
     log: logger.child({ component: "models" }),
   });
   for (const m of registry.list()) logger.info(describeModel(m), "model served");

@@ -64,6 +64,8 @@ export interface Config {
   preloadModels: string[] | "all";
   /** how long a request waits for the server or its model to finish loading before a 503 */
   loadWaitMs: number;
+  /** a loaded model without a call for this long is unloaded (it loads again on demand); 0: never */
+  modelIdleMs: number;
   rateLimits: RateLimitDefaults;
   /** REELAY_CORS_ORIGINS: `*` (default), a list of origins, or null (`none`: no CORS headers); see src/http/cors.ts */
   corsOrigins: CorsOrigins;
@@ -140,6 +142,7 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownGraceMs: int(env, "REELAY_SHUTDOWN_GRACE_MS", 10_000, 0, 600_000),
     preloadModels: preloadList(str(env, "REELAY_PRELOAD_MODELS")),
     loadWaitMs: int(env, "REELAY_LOAD_WAIT_SECONDS", 30, 1, 3600) * 1000,
+    modelIdleMs: int(env, "REELAY_MODEL_IDLE_SECONDS", 900, 0, 86_400 * 7) * 1000,
     rateLimits: {
       requestsPerMinute: int(env, "REELAY_RATE_RPM", 600, 0),
       tokensPerMinute: int(env, "REELAY_RATE_TPM", 1_000_000, 0),

@@ -2,7 +2,11 @@
  * Inference on worker threads: each worker holds its own copy of the model, and a batch goes to
  * whichever worker is idle, so on a 2-core machine two batches run at once and the HTTP event loop
  * never waits for a forward pass. (In process, one batch at a time: ~88 sentences/s at batch 32 on
- * this machine, bench/embeddings-direct.ts.)
+ * this machine, bench/embeddings-direct.ts.) One copy shared by two threads would need the
+ * threaded WASM build, which TF.js disables under Node-compatible runtimes (tfjs#3830) and whose
+ * Emscripten glue starts its pthreads from blob: URLs that Bun's worker_threads refuse; two
+ * independent workers already keep both cores busy, so what sharing would save is memory only
+ * (one 28 MB copy of the weights and one activation heap).
  */
 import { workerUrl } from "../../src/workers/worker-url.ts";
 import type { BackendChoice } from "./tf-backend.ts";
@@ -14,7 +18,7 @@ interface Slot {
   busy: boolean;
 }
 
-type LoadOptions = { modelDir?: string; backend?: BackendChoice };
+type LoadOptions = { modelDir?: string; backend?: BackendChoice; warmUp?: number[][] };
 
 const WORKER_URL = () => workerUrl(import.meta.url, "./inference-worker.ts", "plugins/local-embeddings/inference-worker.ts");
 

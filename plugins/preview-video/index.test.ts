@@ -138,4 +138,20 @@ describe("preview-video plugin", () => {
     clearInterval(timer);
     expect(worst).toBeLessThan(250);
   }, 60_000);
+
+  test("render threads start with the first job and close after idleWorkersMs without one", async () => {
+    const threads = () => Number(/Threads:\s+(\d+)/.exec(require("node:fs").readFileSync("/proc/self/status", "utf8"))![1]);
+    const model = instance({ idleWorkersMs: 400, maxConcurrency: 1 });
+    const before = threads();
+    const { handle } = await model.video!.submit(request(), { signal });
+    await untilDone(model, handle);
+    const during = threads();
+    expect(during).toBeGreaterThanOrEqual(before + 2); // a frames worker and an encode worker
+    const second = await model.video!.submit(request({ seed: 9 }), { signal });
+    await untilDone(model, second.handle);
+    expect(threads()).toBe(during); // the warm pair was reused, not a new one
+    for (const end = Date.now() + 5_000; threads() > before && Date.now() < end; ) await Bun.sleep(50);
+    expect(threads()).toBeLessThanOrEqual(before);
+    model.close?.();
+  }, 30_000);
 });

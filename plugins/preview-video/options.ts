@@ -5,9 +5,11 @@ export interface PreviewOptions {
   /** finished results kept for the host to poll; beyond this the oldest become "lost" */
   maxUnpolledResults: number;
   quantizer: number;
+  /** a warm render worker pair unused this long is closed */
+  idleWorkersMs: number;
 }
 
-const DEFAULTS: PreviewOptions = { maxConcurrency: 2, resultTtlMs: 10 * 60_000, maxQueued: 32, maxUnpolledResults: 16, quantizer: 30 };
+const DEFAULTS: PreviewOptions = { maxConcurrency: 2, resultTtlMs: 10 * 60_000, maxQueued: 32, maxUnpolledResults: 16, quantizer: 30, idleWorkersMs: 120_000 };
 
 const RANGES: Record<keyof PreviewOptions, [number, number]> = {
   maxConcurrency: [1, 64],
@@ -15,6 +17,7 @@ const RANGES: Record<keyof PreviewOptions, [number, number]> = {
   maxQueued: [1, 10_000],
   maxUnpolledResults: [1, 1_000],
   quantizer: [10, 51],
+  idleWorkersMs: [100, 24 * 3_600_000],
 };
 
 export function problemsWithOptions(options: Record<string, unknown>): string[] {

@@ -219,6 +219,12 @@ export interface ModelInstance {
    * rejection a later request calls `load` again. `signal` aborts on shutdown.
    */
   load?(opts: { signal: AbortSignal }): Promise<void>;
+  /**
+   * Optional: free what `load` built. The host calls it once the model has had no call for
+   * REELAY_MODEL_IDLE_SECONDS (never with a call in flight) and calls `load` again before the
+   * next one, so an idle server gives its memory back.
+   */
+  unload?(): Promise<void> | void;
   /** called on shutdown */
   close?(): Promise<void> | void;
 }

@@ -7,7 +7,7 @@ import type { Config, ModelConfig } from "../config.ts";
 import { ConfigError } from "../config.ts";
 import type { ModelInstance, ModelPricing, PluginContext, ReelayPlugin } from "../plugin-sdk/index.ts";
 import type { Scope } from "../modules/accounts/service.ts";
-import { ModelLoader, waitingInstance, type LoaderLog, type ModelStatus } from "./model-loader.ts";
+import { ModelLoader, waitingInstance, type LoaderLog, type LoaderOptions, type ModelStatus } from "./model-loader.ts";
 
 export type Capability = "chat" | "embeddings" | "video";
 
@@ -35,13 +35,8 @@ export interface ModelRegistry {
   close(): Promise<void>;
 }
 
-export interface LoadPolicy {
-  /** how long a request waits for its model to load before a 503 */
-  waitMs: number;
-  /** a failed load is tried again by a request arriving this long after the failure */
-  retryAfterMs: number;
-  log: LoaderLog;
-}
+/** waitMs: how long a request waits for its model to load before a 503; retryAfterMs: a failed load is tried again by a request arriving this long after the failure; idleUnloadMs: 0 never unloads */
+export type LoadPolicy = LoaderOptions;
 
 const QUIET: LoaderLog = { info: () => {}, error: () => {} };
 
@@ -85,7 +80,7 @@ export async function buildRegistry(
   models: ModelConfig[],
   plugins: Map<string, ReelayPlugin>,
   makeContext: ContextFactory,
-  policy: LoadPolicy = { waitMs: 60_000, retryAfterMs: 10_000, log: QUIET },
+  policy: LoadPolicy = { waitMs: 60_000, retryAfterMs: 10_000, idleUnloadMs: 0, log: QUIET },
 ): Promise<ModelRegistry> {
   const byId = new Map<string, RegisteredModel>();
   const loaders = new Map<string, ModelLoader>();
@@ -103,7 +98,7 @@ export async function buildRegistry(
     }
     const capabilities = (["chat", "embeddings", "video"] as const).filter((c) => instance[c]);
     if (!capabilities.length) throw new ConfigError(`models[${i}]`, `plugin "${m.plugin}" gave model "${m.id}" no capability (chat, embeddings or video)`);
-    const loader = new ModelLoader(m.id, instance.load?.bind(instance), policy);
+    const loader = new ModelLoader(m.id, instance, policy);
     loaders.set(m.id, loader);
     byId.set(m.id, { id: m.id, plugin: m.plugin, pricing: m.pricing, maxOutputTokens: m.maxOutputTokens, contextLength: m.contextLength, ownedBy: m.ownedBy ?? "reelay", description: m.description, createdAt: now, capabilities, instance: waitingInstance(instance, loader) });
   }
