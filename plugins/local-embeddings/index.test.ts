@@ -92,8 +92,8 @@ describe("local-embeddings", () => {
 
   test("token counts are deterministic, positive, and what usage reports", async () => {
     const inputs = ["How old are you?", "The quick brown fox jumps over the lazy dog.", " ", "ünïcödé 😀"];
-    const counts = emb.countTokens!(inputs);
-    expect(emb.countTokens!(inputs)).toEqual(counts);
+    const counts = await emb.countTokens!(inputs);
+    expect(await emb.countTokens!(inputs)).toEqual(counts);
     for (const c of counts) expect(c).toBeGreaterThan(0);
     expect(counts[0]).toBe(5); // ids 728 446 31 19 54, as the official USE tokenizer gives
     const { usage } = await emb.embed({ body: {}, inputs }, { signal: signal() });
@@ -102,7 +102,7 @@ describe("local-embeddings", () => {
   });
 
   test("an empty string is an invalid request naming input", async () => {
-    expect(emb.countTokens!([""])).toEqual([0]);
+    expect(await emb.countTokens!([""])).toEqual([0]);
     const err = await emb.embed({ body: {}, inputs: ["fine", ""] }, { signal: signal() }).catch((e) => e);
     expect(err).toBeInstanceOf(PluginError);
     expect(err.kind).toBe("invalid_request");

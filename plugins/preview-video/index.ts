@@ -91,6 +91,8 @@ export function createPreviewRenderer(opts: PreviewOptions, ctx: Pick<PluginCont
   return {
     video: {
       maxConcurrency: opts.maxConcurrency,
+      // the host refuses submits (503) past this many jobs waiting for a slot
+      maxQueued: opts.maxQueued,
       pollIntervalMs: 500,
       async submit(req) {
         validateRequest(req);

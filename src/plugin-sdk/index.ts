@@ -161,11 +161,18 @@ export interface EmbeddingsResult {
 export interface EmbeddingsCapability {
   /** true when `dimensions` may be passed; otherwise the host rejects it with 400 */
   supportsDimensions: boolean;
-  /** limits the host enforces before calling embed */
+  /**
+   * limits the host enforces before calling embed; by default OpenAI's: 2,048 inputs, 8,192
+   * tokens per input, 300,000 tokens per request (a plugin may only tighten them)
+   */
   maxInputs?: number;
+  maxInputTokens?: number;
   maxInputChars?: number;
-  /** tokens per input, by the model's own tokenizer (used for holds and limits) */
-  countTokens?(inputs: string[]): number[];
+  /**
+   * tokens per input, by the model's own tokenizer (used for holds, limits and the bill); may be
+   * async, so a big request can be counted without holding the event loop
+   */
+  countTokens?(inputs: string[]): number[] | Promise<number[]>;
   embed(req: EmbeddingsRequest, opts: { signal: AbortSignal }): Promise<EmbeddingsResult>;
 }
 
@@ -196,6 +203,11 @@ export type VideoPollResult =
 export interface VideoCapability {
   /** jobs of this model in flight at once on one reelay instance */
   maxConcurrency?: number;
+  /**
+   * jobs of this model waiting for a slot (all instances together); past it, a submit is refused
+   * with 503 + Retry-After instead of queueing for ever. Default: no bound.
+   */
+  maxQueued?: number;
   /** how long to wait between polls of one job, ms */
   pollIntervalMs?: number;
   /** submit a job; returns an opaque handle the host saves before doing anything else */

@@ -111,7 +111,7 @@ export function runPluginContract(name: string, makePlugin: () => ReelayPlugin |
         expect(r.data.map((d) => d.index)).toEqual(inputs.map((_, i) => i));
         for (const d of r.data) expect(typeof d.embedding === "string" || d.embedding.length > 0).toBe(true);
         expect(r.usage.prompt_tokens).toBeGreaterThan(0);
-        if (instance.embeddings!.countTokens) expect(instance.embeddings!.countTokens(inputs).length).toBe(inputs.length);
+        if (instance.embeddings!.countTokens) expect((await instance.embeddings!.countTokens(inputs)).length).toBe(inputs.length);
       });
     });
 

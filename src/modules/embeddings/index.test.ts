@@ -139,7 +139,7 @@ describe("local model (use-lite)", () => {
   test("usage = the model tokenizer's count; ledger charge = ceil(tokens × price / 1e6); usage row matches", async () => {
     const c = await s.newClient({ credits: 1_000_000 });
     const input = ["Billing is on input tokens only.", "Every change is a ledger row, and the ledger sums to the balance."];
-    const counted = s.deps.registry.get("use-lite")!.instance.embeddings!.countTokens!(input);
+    const counted = await s.deps.registry.get("use-lite")!.instance.embeddings!.countTokens!(input);
     const tokens = counted[0]! + counted[1]!;
     const before = await account(c.key);
     const res = await sdk(c.key).embeddings.create({ model: "use-lite", input });
@@ -157,8 +157,13 @@ describe("local model (use-lite)", () => {
   test("limits and bad inputs answer 400 envelopes naming the field", async () => {
     const before = await account();
     expectEnvelope(await post({ model: "use-lite", input: Array.from({ length: 2049 }, () => "a") }), 400, "input", "too_many_inputs");
-    expectEnvelope(await post({ model: "use-lite", input: "x".repeat(20_001) }), 400, "input", "input_too_long");
-    expectEnvelope(await post({ model: "use-lite", input: Array.from({ length: 11 }, () => "word ".repeat(3_800)) }), 400, "input", "input_too_long");
+    // OpenAI's limits, in tokens: 8,192 per input, 300,000 per request
+    const long = await post({ model: "use-lite", input: ["fine", Array.from({ length: 9_000 }, (_, i) => `w${i}`).join(" ")] });
+    expectEnvelope(long, 400, "input", "input_too_long");
+    expect(long.body.error.message).toMatch(/^'input\[1\]' has \d+ tokens; this model takes at most 8192 per input/);
+    const total = await post({ model: "use-lite", input: Array.from({ length: 2_048 }, () => "word ".repeat(150)) });
+    expectEnvelope(total, 400, "input", "input_too_long");
+    expect(total.body.error.message).toMatch(/has 30\d{4} tokens in all; at most 300000 per request/);
     expectEnvelope(await post({ model: "use-lite", input: [] }), 400, "input", "invalid_input");
     expectEnvelope(await post({ model: "use-lite", input: "" }), 400, "input", "invalid_input");
     expectEnvelope(await post({ model: "use-lite", input: ["ok", ""] }), 400, "input", "invalid_input");
@@ -178,6 +183,27 @@ describe("local model (use-lite)", () => {
     expect(err.param).toBe("dimensions");
     expect(await account()).toEqual(before); // nothing held, nothing charged
   });
+
+  test("a big request is processed batch by batch: one-sentence requests sent meanwhile keep being answered while it runs", async () => {
+    const big = Array.from({ length: 512 }, (_, i) => `Sentence ${i} of a long document about rivers, budgets and bicycles.`);
+    const started = performance.now();
+    let bigDone = 0;
+    const bigCall = post({ model: "use-lite", input: big, encoding_format: "base64" }).then((r) => ((bigDone = performance.now()), r));
+    const answered: number[] = [];
+    while (!bigDone) {
+      const small = await post({ model: "use-lite", input: "Just one sentence." });
+      expect(small.status).toBe(200);
+      if (!bigDone) answered.push(performance.now());
+    }
+    const r = await bigCall;
+    expect(r.status).toBe(200);
+    expect(r.body.data.length).toBe(512);
+    // Fair batching serves them round by round, all along; first-come-first-served would hold every
+    // one sent after the big request until its last batch (a gap of most of its duration).
+    const gaps = answered.slice(1).map((t, i) => t - answered[i]!);
+    expect(answered.length).toBeGreaterThanOrEqual(3);
+    expect(Math.max(...gaps, bigDone - answered.at(-1)!)).toBeLessThan(0.4 * (bigDone - started));
+  }, 180_000);
 
   test("user is accepted", async () => {
     const res = await client.embeddings.create({ model: "use-lite", input: "hello", user: "end-user-7" });
@@ -234,6 +260,20 @@ describe("pass-through model (openai-compatible)", () => {
     const cost = Math.ceil((tokens * PT_PRICE) / 1_000_000);
     expect(1_000_000 - (await account(c.key)).balance).toBe(cost);
     expect((await usageRows(c.key))[0]).toMatchObject({ kind: "embeddings", model: "pt-embed", prompt_tokens: tokens, cost, status: 200 });
+  });
+
+  test("LangChain-sized batches pass: 512 inputs of 1,000 characters (was refused over 200,000 characters), and 2,048 inputs", async () => {
+    const chunk = (i: number) => `Chunk ${i}: ` + "The river carried the old library's books downstream. ".repeat(18).slice(0, 990);
+    const r = await post({ model: "pt-embed", input: Array.from({ length: 512 }, (_, i) => chunk(i)), encoding_format: "float" });
+    expect(r.status).toBe(200);
+    expect(r.body.data.length).toBe(512);
+    expect(fake.requests[0]!.body.input.length).toBe(512);
+    const many = await post({ model: "pt-embed", input: Array.from({ length: 2_048 }, (_, i) => `item ${i}`), encoding_format: "float" });
+    expect(many.status).toBe(200);
+    expect(many.body.data.length).toBe(2_048);
+    expectEnvelope(await post({ model: "pt-embed", input: Array.from({ length: 2_049 }, () => "a") }), 400, "input", "too_many_inputs");
+    expectEnvelope(await post({ model: "pt-embed", input: Array.from({ length: 400 }, () => "tok ".repeat(800)) }), 400, "input", "input_too_long");
+    expect(fake.requests.length).toBe(2); // refused requests never reach the upstream
   });
 
   test("token-id arrays are forwarded unchanged", async () => {

@@ -8,12 +8,11 @@ import type { AppDeps } from "../../deps.ts";
 import { ApiError, badRequest } from "../../errors.ts";
 import { apiErrorFromPlugin } from "../../http/plugin-errors.ts";
 import { resolveModel } from "../../registry/resolve-model.ts";
-import type { EmbeddingsCapability, EmbeddingsResult } from "../../plugin-sdk/index.ts";
+import type { EmbeddingsResult } from "../../plugin-sdk/index.ts";
 import { PluginError } from "../../plugin-sdk/index.ts";
 import type { RegisteredModel } from "../../registry/model-registry.ts";
-import { countTextTokens } from "../../text/tokens.ts";
 import { encodeEmbedding, type EncodingFormat } from "./encode.ts";
-import { DEFAULT_MAX_INPUTS, MAX_TOTAL_CHARS, normalizeInput, type NormalizedInput } from "./inputs.ts";
+import { countInputTokens, limitsFor, normalizeInput } from "./inputs.ts";
 import type { EmbeddingsBody, EmbeddingsResponse } from "./model.ts";
 import type { UsageFacts } from "../../usage/record-usage.ts";
 
@@ -41,18 +40,15 @@ export async function createEmbeddings(
   if (body.dimensions !== undefined && !cap.supportsDimensions) {
     throw badRequest(`The model '${model.id}' does not support 'dimensions'; its vectors have a fixed size.`, "dimensions", "unsupported_parameter");
   }
-  const input = normalizeInput(body.input, {
-    maxInputs: cap.maxInputs ?? DEFAULT_MAX_INPUTS,
-    maxInputChars: Math.min(cap.maxInputChars ?? MAX_TOTAL_CHARS, MAX_TOTAL_CHARS),
-    maxTotalChars: MAX_TOTAL_CHARS,
-  });
+  const limits = limitsFor(cap);
+  const input = normalizeInput(body.input, limits);
   // A model that tokenizes in process (countTokens) only understands its own vocabulary's ids;
   // token arrays made by some other tokenizer would embed garbage, so they are refused.
   if (input.kind === "tokens" && cap.countTokens) {
     throw badRequest(`The model '${model.id}' takes text only: send 'input' as a string or an array of strings, not token ids.`, "input", "invalid_input");
   }
 
-  const estimate = estimateTokens(cap, input);
+  const estimate = (await countInputTokens(cap, input, limits)).reduce((n, c) => n + c, 0);
   const headers = await deps.tokenBudget.consume(principal, estimate);
   const price = model.pricing.inputPerMillion ?? 0;
   const db = deps.database.db;
@@ -97,13 +93,6 @@ export async function createEmbeddings(
   });
   deps.telemetry.charged({ model: model.id, kind: "embeddings", micros: settlement.charged, promptTokens });
   return { body: response, headers, promptTokens, cost: settlement.charged };
-}
-
-/** tokens for the hold and the rate budget: the model's own count when it has one */
-function estimateTokens(cap: EmbeddingsCapability, input: NormalizedInput): number {
-  if (input.kind === "tokens") return input.arrays.reduce((n, a) => n + a.length, 0);
-  if (cap.countTokens) return cap.countTokens(input.texts).reduce((n, c) => n + c, 0);
-  return input.texts.reduce((n, s) => n + countTextTokens(s), 0);
 }
 
 /** Record the failure (release + usage row) and return what the client should see. */

@@ -12,6 +12,7 @@ import type { AppDeps } from "../../deps.ts";
 import { ApiError, badRequest } from "../../errors.ts";
 import { resolveModel } from "../../registry/resolve-model.ts";
 import { readSourceImage } from "./image-input.ts";
+import { assertRenderCapacity } from "./render-capacity.ts";
 import type { SubmitBody, VideoSize } from "./model.ts";
 import { loadJob, videoExpired, type JobRow } from "./poll.ts";
 
@@ -45,6 +46,7 @@ export async function submitVideo(deps: AppDeps, principal: Principal, body: Sub
     const existing = await findByIdempotencyKey(db, principal.accountId, idempotencyKey);
     if (existing) return replay(existing, requestHash!);
   }
+  await assertRenderCapacity(db, model);
   const image = await readSourceImage(body, { maxImageBytes: deps.config.maxImageBytes });
   const seed = body.seed ?? randomInt(0, 2 ** 32 - 1);
   const amount = (model.pricing.perSecond ?? 0) * seconds;
