@@ -14,6 +14,7 @@ const HELP = `reelay — image-to-video, chat and embeddings API with credit bil
 usage: reelay [command]
 
   serve                 run the API server (default)
+  healthcheck           exit 0 if the server on PORT answers /readyz with 200 (for container health checks)
   migrate               apply database migrations and exit
 ${Object.values(COMMANDS).map((c) => "  " + c.usage).join("\n")}
   help                  this text
@@ -27,6 +28,13 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const config = loadConfig();
+  if (command === "healthcheck") {
+    // the container images have no curl: the binary checks its own server
+    const host = config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host;
+    const res = await fetch(`http://${host.includes(":") ? `[${host}]` : host}:${config.port}/readyz`, { signal: AbortSignal.timeout(2_000) }).catch(() => null);
+    console.log(res ? `readyz ${res.status}` : "no answer");
+    return res?.status === 200 ? 0 : 1;
+  }
   if (command === "serve") {
     const logger = createLogger(config);
     const running = await startServer(config, { logger });
