@@ -3,6 +3,7 @@
  * (route, status, latency) and what the route recorded with `note`. Only the key's visible prefix is
  * ever logged, never the key, the Authorization header, the query string or the body.
  */
+import pino from "pino";
 import type { Logger } from "../logger.ts";
 import type { RequestEnd, RequestFacts, RequestLog } from "./hooks.ts";
 import type { OpsMetrics } from "./metrics.ts";
@@ -26,6 +27,7 @@ interface InFlight extends RequestFacts {
 
 export function createRequestLog(opts: { metrics: OpsMetrics; logger: Logger }): RequestLog {
   const { metrics, logger } = opts;
+  const writeLine = lineWriter(logger);
   // keyed by the Request object: gone with it, whichever way the request ends
   const records = new WeakMap<Request, InFlight>();
 
@@ -46,8 +48,39 @@ export function createRequestLog(opts: { metrics: OpsMetrics; logger: Logger }):
       metrics.requests.inc({ route: e.route, method: e.method, model, status: String(e.status) });
       if (latencyMs !== null) metrics.requestDuration.observe({ route: e.route, method: e.method }, latencyMs / 1000);
       const level = requestLogLevel(e.route, e.status);
-      if (logger.isLevelEnabled(level)) logger[level](requestLogLine({ ...e, latencyMs, facts: r }), "request");
+      if (logger.isLevelEnabled(level)) writeLine(level, requestLogLine({ ...e, latencyMs, facts: r }));
     },
+  };
+}
+
+/**
+ * Writes request lines to the logger's own destination exactly as pino would (its level prefix,
+ * time function, child bindings, then the fields and "msg":"request"), but from one JSON.stringify:
+ * pino's generic path stringifies field by field and walks the redaction paths, ~5 µs a line on
+ * the chat bench against ~1 µs. Safe without redaction: the line is a fixed set of plain values,
+ * and the only credential-like one is the key's visible prefix.
+ *
+ * The lines of one event-loop turn go out in one write at its end (setImmediate): one write per
+ * line cost ~15 µs of CPU per request (an fs.write and its callback each time, A/B on the chat
+ * bench: 123 → 108 µs per request), and under load a turn finishes several requests. A line waits
+ * at most for the rest of its turn; other log lines are not delayed at all.
+ */
+function lineWriter(logger: Logger): (level: "debug" | "info" | "warn", line: RequestLogLine) => void {
+  const internals = logger as unknown as Record<symbol, unknown>;
+  const stream = internals[pino.symbols.streamSym] as { write(s: string): unknown };
+  const time = internals[pino.symbols.timeSym] as () => string;
+  const chindings = internals[pino.symbols.chindingsSym] as string;
+  const prefix = (level: string) => `{"level":${logger.levels.values[level]}`;
+  const prefixes = { debug: prefix("debug"), info: prefix("info"), warn: prefix("warn") };
+  let pending = "";
+  const flush = () => {
+    const lines = pending;
+    pending = "";
+    stream.write(lines);
+  };
+  return (level, line) => {
+    if (!pending) setImmediate(flush);
+    pending += `${prefixes[level]}${time()}${chindings},${JSON.stringify(line).slice(1, -1)},"msg":"request"}\n`;
   };
 }
 
