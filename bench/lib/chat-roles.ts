@@ -10,6 +10,8 @@ export const BODY = JSON.stringify({ model: "bench-chat", messages, max_tokens: 
 export const STREAM_BODY = JSON.stringify({ model: "bench-chat", messages, max_tokens: 16, stream: true });
 
 if (import.meta.main) {
+  // exit (rather than die) on a signal, so `bun --cpu-prof` writes the role's profile
+  for (const signal of ["SIGTERM", "SIGINT"] as const) process.on(signal, () => process.exit(0));
   const [role, a, b, c, d] = process.argv.slice(2);
   if (role === "upstream") upstream(Number(a));
   else if (role === "proxy") proxy(Number(a), b!);

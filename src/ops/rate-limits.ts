@@ -23,6 +23,12 @@ const WINDOW_MS = 60_000;
 export type LimitKind = "requests" | "tokens";
 export type LimitScope = "key" | "account";
 
+interface Bucket {
+  scope: LimitScope;
+  key: string;
+  limit: number;
+}
+
 export interface RateLimits {
   requestLimit: RequestLimit;
   tokenBudget: TokenBudget;
@@ -34,29 +40,46 @@ export function createRateLimits(opts: {
   onReject?: (kind: LimitKind, scope: LimitScope) => void;
 }): RateLimits {
   const { limiter, defaults } = opts;
+  // A principal's buckets, worked out once per principal object (KeyAuthenticator hands out the same
+  // object for its cache TTL): the key strings and limits are not rebuilt on every request.
+  const plans = new WeakMap<Principal, Record<LimitKind, Bucket[]>>();
+  const planOf = (principal: Principal) => {
+    let plan = plans.get(principal);
+    if (!plan) plans.set(principal, (plan = { requests: buckets("requests", principal), tokens: buckets("tokens", principal) }));
+    return plan;
+  };
 
-  async function consume(kind: LimitKind, principal: Principal, cost: number): Promise<Record<string, string>> {
+  function buckets(kind: LimitKind, principal: Principal): Bucket[] {
     const fallback = kind === "requests" ? defaults.requestsPerMinute : defaults.tokensPerMinute;
     const keyLimit = (kind === "requests" ? principal.limits.rpm : principal.limits.tpm) ?? fallback;
     const accountLimit = (kind === "requests" ? principal.accountLimits?.rpm : principal.accountLimits?.tpm) ?? fallback;
     const bucket = kind === "requests" ? "rpm" : "tpm";
-    const buckets: Array<{ scope: LimitScope; key: string; limit: number }> = [];
-    if (keyLimit > 0) buckets.push({ scope: "key", key: `${bucket}:key:${principal.keyId}`, limit: keyLimit });
-    if (accountLimit > 0) buckets.push({ scope: "account", key: `${bucket}:acct:${principal.accountId}`, limit: accountLimit });
-    if (buckets.length === 0) return {};
+    const out: Bucket[] = [];
+    if (keyLimit > 0) out.push({ scope: "key", key: `${bucket}:key:${principal.keyId}`, limit: keyLimit });
+    if (accountLimit > 0) out.push({ scope: "account", key: `${bucket}:acct:${principal.accountId}`, limit: accountLimit });
+    return out;
+  }
 
-    const results = await Promise.all(buckets.map((b) => limiter.consume(b.key, cost, b.limit, WINDOW_MS)));
-    const refused = results.findIndex((r) => !r.allowed);
-    if (refused >= 0) {
-      const b = buckets[refused]!;
-      const r = results[refused]!;
-      opts.onReject?.(kind, b.scope);
-      throw rateLimited(kind, b.scope, principal, r, cost);
+  async function consume(kind: LimitKind, principal: Principal, cost: number): Promise<Record<string, string>> {
+    const [first, second] = planOf(principal)[kind];
+    if (!first) return {};
+    // both buckets are asked at once (one Redis round trip of latency when both need one)
+    const pending = second ? limiter.consume(second.key, cost, second.limit, WINDOW_MS) : null;
+    let a: ConsumeResult;
+    try {
+      a = await limiter.consume(first.key, cost, first.limit, WINDOW_MS);
+    } catch (err) {
+      pending?.catch(() => {}); // already failing: the second answer no longer matters
+      throw err;
+    }
+    const b = pending ? await pending : null;
+    if (!a.allowed || (b && !b.allowed)) {
+      const [bucket, r] = !a.allowed ? [first, a] : [second!, b!];
+      opts.onReject?.(kind, bucket.scope);
+      throw rateLimited(kind, bucket.scope, principal, r, cost);
     }
     // report the bucket closest to refusing, as a client pacing itself needs that one
-    let tightest = 0;
-    for (let i = 1; i < results.length; i++) if (results[i]!.remaining < results[tightest]!.remaining) tightest = i;
-    return rateLimitHeaders(kind, results[tightest]!);
+    return rateLimitHeaders(kind, b && b.remaining < a.remaining ? b : a);
   }
 
   return {
