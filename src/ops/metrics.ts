@@ -11,6 +11,7 @@ import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { Db } from "../db/index.ts";
 import type { LimiterHealth } from "../rate-limit/index.ts";
 import { openHolds, videoQueue } from "./db-gauges.ts";
+import { createRequestMetrics } from "./request-metrics.ts";
 
 /** 5 ms … 2 min: /v1/models answers in ~1 ms, a long chat stream or a video submit with an image_url in tens of seconds */
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
@@ -21,8 +22,7 @@ export function createMetrics(limiterHealth: () => LimiterHealth) {
   const registry = new Registry();
   const registers = [registry];
 
-  const requests = new Counter({ name: "reelay_http_requests_total", help: "HTTP requests answered, by route template, model and status", labelNames: ["route", "method", "model", "status"], registers });
-  const requestDuration = new Histogram({ name: "reelay_http_request_duration_seconds", help: "Time from request to response (headers, for streams)", labelNames: ["route", "method"], buckets: LATENCY_BUCKETS, registers });
+  const requests = createRequestMetrics(registry, LATENCY_BUCKETS);
   const upstreamDuration = new Histogram({ name: "reelay_upstream_duration_seconds", help: "Plugin/upstream call latency", labelNames: ["plugin", "model", "outcome"], buckets: LATENCY_BUCKETS, registers });
   const upstreamErrors = new Counter({ name: "reelay_upstream_errors_total", help: "Failed plugin/upstream calls", labelNames: ["plugin", "model", "kind"], registers });
   const tokens = new Counter({ name: "reelay_tokens_total", help: "Tokens billed", labelNames: ["model", "kind", "type"], registers });
@@ -63,7 +63,6 @@ export function createMetrics(limiterHealth: () => LimiterHealth) {
   return {
     registry,
     requests,
-    requestDuration,
     upstreamDuration,
     upstreamErrors,
     tokens,

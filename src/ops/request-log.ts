@@ -45,8 +45,7 @@ export function createRequestLog(opts: { metrics: OpsMetrics; logger: Logger }):
       const latencyMs = r.startedAt === undefined ? null : performance.now() - r.startedAt;
       // a label per unknown model name would let clients grow the metric without bound
       const model = r.model ? (models.get(r.model) ? r.model : "unknown") : "";
-      metrics.requests.inc({ route: e.route, method: e.method, model, status: String(e.status) });
-      if (latencyMs !== null) metrics.requestDuration.observe({ route: e.route, method: e.method }, latencyMs / 1000);
+      metrics.requests.record(e.route, e.method, model, e.status, latencyMs === null ? null : latencyMs / 1000);
       const level = requestLogLevel(e.route, e.status);
       if (logger.isLevelEnabled(level)) writeLine(level, requestLogLine({ ...e, latencyMs, facts: r }));
     },
