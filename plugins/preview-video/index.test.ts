@@ -136,7 +136,9 @@ describe("preview-video plugin", () => {
     const timer = setInterval(() => { const now = performance.now(); worst = Math.max(worst, now - last); last = now; }, 5);
     await untilDone(model, handle);
     clearInterval(timer);
-    expect(worst).toBeLessThan(250);
+    // rendering on this thread would stall it for seconds; the bound leaves room for a machine
+    // whose other processes keep this one off the CPU (~300 ms seen at load average 15 on 2 cores)
+    expect(worst).toBeLessThan(750);
   }, 60_000);
 
   test("render threads start with the first job and close after idleWorkersMs without one", async () => {

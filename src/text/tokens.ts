@@ -7,15 +7,20 @@
 import cl100k_base from "js-tiktoken/ranks/cl100k_base";
 import { BpeCounter } from "./bpe-counter.ts";
 
-// Built once (~150 ms): immutable after construction.
-const cl100k = new BpeCounter(cl100k_base);
+/**
+ * Built on first use, not at import (~150 ms and tens of MB): a server whose models all count
+ * their own tokens (the built-in local models) never pays for it, and start-up stays in
+ * milliseconds. Immutable once built; this cache is the module's only state.
+ */
+let cl100k: BpeCounter | undefined;
+const counter = () => (cl100k ??= new BpeCounter(cl100k_base));
 
 /**
  * cl100k_base tokens of `text`, in time linear in its length (~10 MB/s on English here). `limit`
  * stops the count there: a caller capping a bill at N tokens pays for at most N tokens of work.
  */
 export function countTextTokens(text: string, limit?: number): number {
-  return cl100k.count(text, limit);
+  return counter().count(text, limit);
 }
 
 /**

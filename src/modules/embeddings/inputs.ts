@@ -71,30 +71,34 @@ export async function countInputTokens(cap: Pick<EmbeddingsCapability, "countTok
   let counts: number[];
   if (input.kind === "tokens") counts = input.arrays.map((a) => a.length);
   else if (cap.countTokens) counts = await cap.countTokens(input.texts);
-  else counts = await countSliced(input.texts, limits.maxRequestTokens);
+  else counts = await countSliced(input.texts, limits);
   let total = 0;
   for (const [i, n] of counts.entries()) {
     if (n > limits.maxInputTokens) {
-      throw badRequest(`'input[${i}]' has ${n} tokens; this model takes at most ${limits.maxInputTokens} per input.`, "input", "input_too_long");
+      throw badRequest(`'input[${i}]' is longer than this model's limit of ${limits.maxInputTokens} tokens per input.`, "input", "input_too_long");
     }
     total += n;
   }
   if (total > limits.maxRequestTokens) {
-    throw badRequest(`'input' has ${total} tokens in all; at most ${limits.maxRequestTokens} per request. Split it into several requests.`, "input", "input_too_long");
+    throw badRequest(`'input' is longer than the limit of ${limits.maxRequestTokens} tokens per request (all inputs together). Split it into several requests.`, "input", "input_too_long");
   }
   return counts;
 }
 
-/** cl100k counts, yielding the event loop every SLICE_MS; stops early once the request is over budget */
-async function countSliced(texts: string[], budget: number): Promise<number[]> {
+/**
+ * cl100k counts, yielding the event loop every SLICE_MS. Each count stops one token past what
+ * could still pass (the input's limit or what is left of the request's budget), so an oversized
+ * request costs no more counting than a full legal one.
+ */
+async function countSliced(texts: string[], limits: InputLimits): Promise<number[]> {
   const counts: number[] = [];
   let total = 0;
   let sliceStart = performance.now();
   for (const text of texts) {
-    const n = countTextTokens(text);
+    const n = countTextTokens(text, Math.min(limits.maxInputTokens, limits.maxRequestTokens - total) + 1);
     counts.push(n);
     total += n;
-    if (total > budget) return counts.concat(texts.slice(counts.length).map(() => 0)); // the total alone is reported
+    if (n > limits.maxInputTokens || total > limits.maxRequestTokens) return counts.concat(texts.slice(counts.length).map(() => 0));
     if (performance.now() - sliceStart > SLICE_MS) {
       await new Promise((r) => setImmediate(r));
       sliceStart = performance.now();
