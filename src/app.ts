@@ -23,6 +23,8 @@ import { modelRoutes } from "./modules/models/index.ts";
 import { chatRoutes } from "./modules/chat/index.ts";
 import { embeddingsRoutes } from "./modules/embeddings/index.ts";
 import { videoRoutes } from "./modules/videos/index.ts";
+import { webhookRoutes } from "./modules/webhooks/index.ts";
+import { webhookAdminRoutes } from "./modules/webhooks/admin-routes.ts";
 import { metricsRoutes, usageRoutes } from "./ops/routes.ts";
 
 export function createApp(deps: AppDeps) {
@@ -68,6 +70,8 @@ export function createApp(deps: AppDeps) {
     .use(chatRoutes(deps))
     .use(embeddingsRoutes(deps))
     .use(videoRoutes(deps))
+    .use(webhookRoutes(deps))
+    .use(webhookAdminRoutes(deps))
     .use(usageRoutes(deps));
   if (deps.metrics) app.use(metricsRoutes(deps, deps.metrics));
   methodsFor = routeMethodIndex(app.routes);

@@ -28,6 +28,7 @@ import { createOps, type Ops } from "./ops/index.ts";
 import { videoBackgroundTasks } from "./modules/videos/index.ts";
 import { startupGate } from "./modules/health/startup-gate.ts";
 import { assertPortFree } from "./net/assert-port-free.ts";
+import { webhookBackgroundTasks } from "./modules/webhooks/index.ts";
 
 export interface Running {
   deps: AppDeps;
@@ -137,7 +138,7 @@ export async function startServer(config: Config, opts: { logger?: Logger; liste
   const tasks: BackgroundTask[] = [every(config.holdSweepIntervalMs, async () => {
     const n = await sweepExpiredHolds(deps.database.db);
     if (n) logger.warn({ released: n }, "released expired holds of requests that never finished");
-  }, (e) => logger.error({ err: e }, "hold sweeper failed")), ...videoBackgroundTasks(deps)];
+  }, (e) => logger.error({ err: e }, "hold sweeper failed")), ...videoBackgroundTasks(deps), ...webhookBackgroundTasks(deps)];
   for (const t of tasks) t.start();
   deps.registry.preload(config.preloadModels);
   logger.info({ database: deps.database.kind, models: deps.registry.list().map((m) => m.id), preload: config.preloadModels }, "reelay ready");

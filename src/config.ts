@@ -5,6 +5,7 @@
  */
 import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
+import ipaddr from "ipaddr.js";
 import YAML from "yaml";
 import type { ModelPricing } from "./plugin-sdk/index.ts";
 import { parseCorsOrigins, type CorsOrigins } from "./http/cors.ts";
@@ -69,6 +70,27 @@ export interface Config {
   rateLimits: RateLimitDefaults;
   /** REELAY_CORS_ORIGINS: `*` (default), a list of origins, or null (`none`: no CORS headers); see src/http/cors.ts */
   corsOrigins: CorsOrigins;
+  /** origin clients reach reelay at; links in webhooks and events are built from it (null: the submit request's origin) */
+  publicUrl: string | null;
+  /** operator secret that encrypts webhook signing secrets at rest (null: a key file in dataDir under PGlite, webhooks off under Postgres) */
+  secretKey: string | null;
+  webhooks: WebhookConfig;
+}
+
+export interface WebhookConfig {
+  /** CIDRs webhook URLs may point into besides public addresses (default none: loopback/private refused) */
+  allowedNetworks: string[];
+  /** per-attempt timeout */
+  timeoutMs: number;
+  /** first retry after about this long, doubling per attempt (with jitter) up to retryMaxMs */
+  retryBaseMs: number;
+  retryMaxMs: number;
+  /** no attempt is scheduled later than this after the event */
+  retryWindowMs: number;
+  /** deliveries in flight per instance */
+  concurrency: number;
+  /** how often the worker looks for due deliveries when no notification woke it */
+  pollMs: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -148,6 +170,17 @@ export function loadConfig(env: Env = process.env): Config {
       tokensPerMinute: int(env, "REELAY_RATE_TPM", 1_000_000, 0),
       concurrentVideoJobs: int(env, "REELAY_RATE_VIDEO_CONCURRENCY", 20, 0),
     },
+    publicUrl: publicUrl(env),
+    secretKey: secretKey(env),
+    webhooks: {
+      allowedNetworks: cidrs(env, "REELAY_WEBHOOK_ALLOW_NETWORKS"),
+      timeoutMs: int(env, "REELAY_WEBHOOK_TIMEOUT_MS", 10_000, 100, 120_000),
+      retryBaseMs: int(env, "REELAY_WEBHOOK_RETRY_BASE_MS", 5_000, 1, 3_600_000),
+      retryMaxMs: int(env, "REELAY_WEBHOOK_RETRY_MAX_MS", 3_600_000, 1, 86_400_000),
+      retryWindowMs: int(env, "REELAY_WEBHOOK_RETRY_WINDOW_SECONDS", 86_400, 1, 30 * 86_400) * 1000,
+      concurrency: int(env, "REELAY_WEBHOOK_CONCURRENCY", 64, 1, 10_000),
+      pollMs: int(env, "REELAY_WEBHOOK_POLL_MS", 1_000, 10, 60_000),
+    },
   };
 }
 
@@ -156,6 +189,38 @@ function preloadList(raw: string | null): string[] | "all" {
   if (raw === null || raw === "none") return [];
   if (raw === "all") return "all";
   return raw.split(",").map((s) => s.trim()).filter(Boolean);
+}
+
+function publicUrl(env: Env): string | null {
+  const raw = str(env, "REELAY_PUBLIC_URL");
+  if (!raw) return null;
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    throw new ConfigError("REELAY_PUBLIC_URL", `not a URL: "${raw}"`);
+  }
+  if (u.protocol !== "http:" && u.protocol !== "https:") throw new ConfigError("REELAY_PUBLIC_URL", "must be an http or https URL");
+  return (u.origin + u.pathname).replace(/\/+$/, "");
+}
+
+function secretKey(env: Env): string | null {
+  const raw = str(env, "REELAY_SECRET_KEY");
+  if (raw && raw.length < 32) throw new ConfigError("REELAY_SECRET_KEY", "must be at least 32 characters (e.g. `openssl rand -base64 32`)");
+  return raw;
+}
+
+function cidrs(env: Env, key: string): string[] {
+  const raw = str(env, key);
+  if (!raw) return [];
+  return raw.split(",").map((s) => s.trim()).filter(Boolean).map((c) => {
+    try {
+      const [ip, bits] = ipaddr.parseCIDR(c.includes("/") ? c : `${c}/${c.includes(":") ? 128 : 32}`);
+      return `${ip.toString()}/${bits}`;
+    } catch {
+      throw new ConfigError(key, `not an IP network: "${c}" (expected CIDRs such as 127.0.0.0/8,10.0.0.0/8)`);
+    }
+  });
 }
 
 const PRICE_KEYS = ["inputPerMillion", "outputPerMillion", "perSecond"] as const;

@@ -12,10 +12,11 @@ import type { Logger } from "../logger.ts";
 import { listLedger } from "../modules/account/service.ts";
 import * as svc from "../modules/accounts/service.ts";
 import { USAGE_COMMANDS } from "./usage-commands.ts";
+import { WEBHOOK_COMMANDS } from "./webhook-commands.ts";
 
 export class UsageError extends Error {}
 
-export type Command = (db: Db, args: string[]) => Promise<unknown>;
+export type Command = (db: Db, args: string[], config: Config) => Promise<unknown>;
 
 function opts(args: string[], spec: Record<string, { type: "string" | "boolean"; required?: boolean }>) {
   let parsed;
@@ -136,6 +137,7 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
     },
   },
   ...USAGE_COMMANDS,
+  ...WEBHOOK_COMMANDS,
 };
 
 export function findCommand(argv: string[]): { name: string; run: Command; rest: string[] } | null {
@@ -152,7 +154,7 @@ export async function runCommand(config: Config, logger: Logger, argv: string[])
   if (!found) throw new UsageError(`unknown command "${argv.join(" ")}"`);
   const database = await openAndMigrate(config, logger);
   try {
-    const result = await found.run(database.db, found.rest);
+    const result = await found.run(database.db, found.rest, config);
     process.stdout.write(JSON.stringify(result, null, 2) + "\n");
     return 0;
   } finally {

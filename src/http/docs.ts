@@ -4,6 +4,7 @@
  */
 import { openapi } from "@elysiajs/openapi";
 import { Elysia } from "elysia";
+import { WEBHOOKS_OPENAPI } from "../modules/webhooks/model.ts";
 // @ts-ignore: file import, embedded by `bun build --compile`
 import scalarBundle from "../../node_modules/@scalar/api-reference/dist/browser/standalone.js" with { type: "file" };
 
@@ -27,6 +28,8 @@ export const docs = () =>
               "Authenticate with `Authorization: Bearer <API key>`; admin routes take `Authorization: Bearer <REELAY_ADMIN_TOKEN>`. " +
               "Every error is `{\"error\": {\"message\", \"type\", \"param\", \"code\"}}`.",
           },
+          // OpenAPI 3.1 `webhooks`: the signed events reelay POSTs (the TypeBox schemas are JSON Schema already)
+          webhooks: WEBHOOKS_OPENAPI as never,
           components: {
             securitySchemes: {
               bearer: { type: "http", scheme: "bearer", description: "a client API key (rl-…)" },

@@ -41,6 +41,11 @@ export interface SafeFetchInternalOptions extends SafeFetchOptions {
    * target keeps the real policy.
    */
   addressPolicy?: (address: string, hostname: string) => boolean;
+  /**
+   * Judge names like `localhost` or `*.internal` by the addresses they resolve to instead of
+   * refusing them outright; only for callers whose addressPolicy allows some private networks.
+   */
+  judgeNamesByAddress?: boolean;
 }
 
 export interface SafeFetchResult {
@@ -103,7 +108,7 @@ function resolveLocation(location: string, base: URL): string {
   }
 }
 
-function parseTarget(raw: string): URL {
+export function parseTarget(raw: string): URL {
   let url: URL;
   try {
     url = new URL(raw);
@@ -116,14 +121,14 @@ function parseTarget(raw: string): URL {
 }
 
 /** Resolves and checks the host; returns the address to connect to (bracketed for IPv6). */
-async function pickAddress(url: URL, opts: SafeFetchInternalOptions, signal: AbortSignal): Promise<string> {
+export async function pickAddress(url: URL, opts: SafeFetchInternalOptions, signal: AbortSignal): Promise<string> {
   const hostname = url.hostname.replace(/^\[|\]$/g, "");
   const policy = opts.allowPrivateNetwork ? () => true : (opts.addressPolicy ?? isPublicAddress);
   let addresses: string[];
   if (isIP(hostname)) {
     addresses = [hostname];
   } else {
-    if (!opts.allowPrivateNetwork && isBlockedHostname(hostname)) {
+    if (!opts.allowPrivateNetwork && !opts.judgeNamesByAddress && isBlockedHostname(hostname)) {
       throw new SafeFetchError("blocked_address", `host ${hostname} is not allowed`);
     }
     addresses = await raceAbort((opts.resolver ?? defaultResolver)(hostname), signal).catch((err) => {

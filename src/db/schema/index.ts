@@ -4,3 +4,4 @@ export * from "./credits.ts";
 export * from "./usage.ts";
 export * from "./video-jobs.ts";
 export * from "./usage-rollups.ts";
+export * from "./webhooks.ts";

@@ -49,6 +49,10 @@ export const videoJobs = pgTable(
     startedAt: timestamp("started_at", { withTimezone: true }),
     completedAt: timestamp("completed_at", { withTimezone: true }),
     expiresAt: timestamp("expires_at", { withTimezone: true }),
+    /** the client's per-job webhook (submit field `webhook_url`), signed with the account's secret */
+    webhookUrl: text("webhook_url"),
+    /** origin the job's links in webhooks and events point at: REELAY_PUBLIC_URL, else the submit request's */
+    linksBase: text("links_base"),
   },
   (t) => [
     uniqueIndex("video_jobs_idempotency_uniq").on(t.accountId, t.idempotencyKey).where(sql`${t.idempotencyKey} IS NOT NULL`),

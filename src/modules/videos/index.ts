@@ -24,7 +24,7 @@ export const videoRoutes = (deps: AppDeps) =>
       "/videos/generations",
       async ({ principal, body, headers, request, set }) => {
         deps.requestLog.note(request, { model: body.model, seconds: body.seconds ?? 5 });
-        const r = await submitVideo(deps, principal, body, headers["idempotency-key"] ?? null);
+        const r = await submitVideo(deps, principal, body, headers["idempotency-key"] ?? null, new URL(request.url).origin);
         deps.requestLog.note(request, { jobId: r.job.id });
         set.status = r.status;
         return r.job;

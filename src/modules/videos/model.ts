@@ -20,6 +20,7 @@ export const SubmitBody = t.Object(
     size: t.Optional(t.UnionEnum([...VIDEO_SIZES], { error: `'size' must be one of ${VIDEO_SIZES.join(", ")}.` })),
     seed: t.Optional(JsonInteger({ minimum: 0, maximum: 2 ** 32 - 1, error: "'seed' must be an integer from 0 to 4294967295." })),
     steps: t.Optional(JsonInteger({ minimum: 1, maximum: MAX_STEPS, error: `'steps' must be an integer from 1 to ${MAX_STEPS}.` })),
+    webhook_url: t.Optional(t.String({ maxLength: 2048, description: "http(s) URL that receives this job's final event (completed, failed or cancelled), signed with the account's webhook secret (POST /v1/webhooks/secret). Public addresses only.", error: "'webhook_url' must be an http or https URL of at most 2048 characters." })),
   },
   {
     examples: [{ model: "preview-motion", prompt: "slow zoom in on the lighthouse", image_url: "https://example.com/lighthouse.jpg", seconds: 5, size: "480x832" }],

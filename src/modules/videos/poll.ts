@@ -24,7 +24,7 @@ export interface JobRow {
 
 const unix = (d: Date) => Math.floor(d.getTime() / 1000);
 
-function toRow(r: Record<string, any>): JobRow {
+export function toRow(r: Record<string, any>): JobRow {
   return {
     id: r.id,
     model: r.model,
@@ -44,7 +44,7 @@ function toRow(r: Record<string, any>): JobRow {
   };
 }
 
-const COLUMNS = sql`id, model, status, seconds, width, height, seed, progress, error_code, error_message, request_hash, plugin_handle, created_at, expires_at`;
+export const COLUMNS = sql`id, model, status, seconds, width, height, seed, progress, error_code, error_message, request_hash, plugin_handle, created_at, expires_at`;
 
 /** The job if it belongs to `accountId`; null otherwise (another account's job does not exist for you). */
 export async function loadJob(tx: Tx, id: string, accountId: string, opts: { withResult: boolean }): Promise<JobRow | null> {

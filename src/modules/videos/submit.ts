@@ -11,6 +11,7 @@ import { query, type Tx } from "../../db/index.ts";
 import type { AppDeps } from "../../deps.ts";
 import { ApiError, badRequest } from "../../errors.ts";
 import { resolveModel } from "../../registry/resolve-model.ts";
+import { checkJobWebhook } from "../webhooks/service.ts";
 import { readSourceImage } from "./image-input.ts";
 import { assertRenderCapacity } from "./render-capacity.ts";
 import type { SubmitBody, VideoSize } from "./model.ts";
@@ -30,7 +31,8 @@ export interface SubmitResult {
 
 class IdempotencyRace extends Error {}
 
-export async function submitVideo(deps: AppDeps, principal: Principal, body: SubmitBody, idempotencyKey: string | null): Promise<SubmitResult> {
+/** `origin`: where the client reached us; webhook payloads link back to it unless REELAY_PUBLIC_URL says otherwise. */
+export async function submitVideo(deps: AppDeps, principal: Principal, body: SubmitBody, idempotencyKey: string | null, origin: string | null = null): Promise<SubmitResult> {
   const model = resolveModel(deps, principal, body.model, "video");
   if (idempotencyKey !== null && (idempotencyKey.length === 0 || idempotencyKey.length > 255)) {
     throw badRequest("The Idempotency-Key header must be 1 to 255 characters.", "Idempotency-Key");
@@ -47,6 +49,7 @@ export async function submitVideo(deps: AppDeps, principal: Principal, body: Sub
     if (existing) return replay(existing, requestHash!);
   }
   await assertRenderCapacity(db, model);
+  const webhookUrl = body.webhook_url === undefined ? null : await checkJobWebhook(db, { allowedNetworks: deps.config.webhooks.allowedNetworks }, principal.accountId, body.webhook_url);
   const image = await readSourceImage(body, { maxImageBytes: deps.config.maxImageBytes });
   const seed = body.seed ?? randomInt(0, 2 ** 32 - 1);
   const amount = (model.pricing.perSecond ?? 0) * seconds;
@@ -73,9 +76,9 @@ export async function submitVideo(deps: AppDeps, principal: Principal, body: Sub
       }
       const h = await hold(tx, { accountId: principal.accountId, amount, ref: id, reason: `video ${id}: ${model.id}, ${seconds} s`, expiresAt: null });
       const rows = await query<{ created_at: string | Date }>(tx, sql`
-        INSERT INTO video_jobs (id, account_id, key_id, model, status, prompt, negative_prompt, seed, steps, seconds, width, height,
+        INSERT INTO video_jobs (webhook_url, links_base, id, account_id, key_id, model, status, prompt, negative_prompt, seed, steps, seconds, width, height,
           image, image_mime, hold_id, idempotency_key, request_hash)
-        VALUES (${id}, ${principal.accountId}, ${principal.keyId}, ${model.id}, 'queued', ${body.prompt}, ${body.negative_prompt ?? null}, ${seed},
+        VALUES (${webhookUrl}, ${deps.config.publicUrl ?? origin}, ${id}, ${principal.accountId}, ${principal.keyId}, ${model.id}, 'queued', ${body.prompt}, ${body.negative_prompt ?? null}, ${seed},
           ${body.steps ?? null}, ${seconds}, ${width}, ${height}, ${Buffer.from(image.bytes.buffer, image.bytes.byteOffset, image.bytes.byteLength)}, ${image.mime},
           ${h.id}, ${idempotencyKey}, ${requestHash})
         ON CONFLICT (account_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
@@ -110,7 +113,7 @@ function replay(job: JobRow, requestHash: string): SubmitResult {
 
 /** What makes two submits "the same request": every field, with defaults applied. */
 function hashRequest(body: SubmitBody, seconds: number, size: string): string {
-  const canonical = JSON.stringify([body.model, body.prompt, body.negative_prompt ?? null, body.image ?? null, body.image_url ?? null, seconds, size, body.seed ?? null, body.steps ?? null]);
+  const canonical = JSON.stringify([body.model, body.prompt, body.negative_prompt ?? null, body.image ?? null, body.image_url ?? null, seconds, size, body.seed ?? null, body.steps ?? null, ...(body.webhook_url === undefined ? [] : [body.webhook_url])]);
   return createHash("sha256").update(canonical).digest("hex");
 }
 

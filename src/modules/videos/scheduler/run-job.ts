@@ -17,6 +17,7 @@ import { PluginError, type VideoCapability, type VideoPollResult } from "../../.
 import { safeFetchBytes, SafeFetchError } from "../../../net/safe-fetch.ts";
 import { beginSubmitAttempt, releaseJob, saveProgress, type ClaimedJob } from "./claim-due-jobs.ts";
 import { completeJob, failJob, reportTransition, transition } from "./transitions.ts";
+import { enqueueJobEvent, eventTypeFor } from "../../webhooks/outbox.ts";
 
 /** consecutive retryable errors before the job fails: 0.5+1+2+4 s of backoff ≈ 8 s of outage tolerated */
 export const MAX_ERROR_STREAK = 5;
@@ -98,11 +99,16 @@ export async function runJob(ctx: RunJobContext, job: ClaimedJob): Promise<void>
       } catch (e) {
         return void (await onError(e, "submit"));
       }
-      // saved before anything else: after a crash from here on, a restart polls instead of resubmitting
-      const saved = await transition(db, job.id, "processing", {
-        stay: true,
-        set: sql`plugin_handle = ${submitted.handle}, started_at = coalesce(started_at, now()), error_streak = 0, progress = NULL`,
-        guard: sql`v.lease_owner = ${owner} AND v.plugin_handle IS NULL`,
+      // saved before anything else: after a crash from here on, a restart polls instead of resubmitting;
+      // the first time, the `.processing` webhook event is queued in the same transaction
+      const saved = await db.transaction(async (tx) => {
+        const moved = await transition(tx, job.id, "processing", {
+          stay: true,
+          set: sql`plugin_handle = ${submitted.handle}, started_at = coalesce(started_at, now()), error_streak = 0, progress = NULL`,
+          guard: sql`v.lease_owner = ${owner} AND v.plugin_handle IS NULL`,
+        });
+        if (moved?.from === "queued") await enqueueJobEvent(tx, job.id, eventTypeFor("processing"), { publicUrl: deps.config.publicUrl, retryWindowMs: deps.config.webhooks.retryWindowMs });
+        return moved;
       });
       if (!saved) {
         // cancelled (or taken over) while the provider was accepting it: do not leave it running there

@@ -9,6 +9,7 @@ import type { AppDeps } from "../../../deps.ts";
 import { query, type Tx } from "../../../db/index.ts";
 import { release, settle } from "../../../billing/index.ts";
 import { recordUsage } from "../../../usage/record-usage.ts";
+import { enqueueJobEvent, eventTypeFor } from "../../webhooks/outbox.ts";
 
 export const JOB_STATUSES = ["queued", "processing", "completed", "failed", "expired"] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
@@ -86,6 +87,8 @@ export async function completeJob(deps: Pick<AppDeps, "database" | "telemetry" |
     const amount = done.holdId ? Number((await query<{ amount: number }>(tx, sql`SELECT amount::float8 AS amount FROM holds WHERE id = ${done.holdId}`))[0]?.amount ?? 0) : 0;
     if (done.holdId) charged = (await settle(tx, done.holdId, amount, `video ${id}: ${done.seconds} s`)).charged;
     await insertUsage(tx, done, { cost: charged, status: 200, plugin: extra.plugin, errorCode: null });
+    // last in the transaction: the account row is already locked by the money part (see webhooks/outbox.ts)
+    await enqueueJobEvent(tx, id, eventTypeFor("completed"), { publicUrl: deps.config.publicUrl, retryWindowMs: deps.config.webhooks.retryWindowMs });
   });
   const job = done as TransitionedJob | null;
   if (!job) return false;
@@ -95,7 +98,7 @@ export async function completeJob(deps: Pick<AppDeps, "database" | "telemetry" |
 }
 
 /** failed + error + hold released + usage row with cost 0, in one transaction. Failed jobs are never charged. */
-export async function failJob(deps: Pick<AppDeps, "database" | "telemetry">, id: string, error: { code: string; message: string }, extra: { plugin: string | null; guard?: SQL; tx?: Tx }): Promise<TransitionedJob | null> {
+export async function failJob(deps: Pick<AppDeps, "database" | "telemetry" | "config">, id: string, error: { code: string; message: string }, extra: { plugin: string | null; guard?: SQL; tx?: Tx }): Promise<TransitionedJob | null> {
   const run = async (tx: Tx) => {
     const job = await transition(tx, id, "failed", {
       set: sql`error_code = ${error.code}, error_message = ${error.message.slice(0, 1000)}, image = NULL, completed_at = now(), ${clearLease}`,
@@ -104,6 +107,7 @@ export async function failJob(deps: Pick<AppDeps, "database" | "telemetry">, id:
     if (!job) return null;
     if (job.holdId) await release(tx, job.holdId, `video ${id} failed: ${error.code}`);
     await insertUsage(tx, job, { cost: 0, status: error.code === "cancelled" ? 499 : 500, plugin: extra.plugin, errorCode: error.code });
+    await enqueueJobEvent(tx, id, eventTypeFor("failed", error.code), { publicUrl: deps.config.publicUrl, retryWindowMs: deps.config.webhooks.retryWindowMs });
     return job;
   };
   const job = extra.tx ? await run(extra.tx) : await deps.database.db.transaction(run);

@@ -1,0 +1,65 @@
+/**
+ * Webhooks in the admin API (REELAY_ADMIN_TOKEN): the same operations as the client routes, for any
+ * account, so an operator can set up, inspect and replay deliveries on a client's behalf.
+ */
+import { Elysia, t } from "elysia";
+import type { AppDeps } from "../../deps.ts";
+import { ErrorEnvelope } from "../../http/schemas.ts";
+import { getAccount } from "../accounts/service.ts";
+import { checkAdmin } from "../admin/index.ts";
+import { listDeliveries, replayDelivery } from "./deliveries.ts";
+import { deleteEndpoint, findEndpoint, listEndpoints, updateEndpoint } from "./endpoints.ts";
+import { webhookKit } from "./index.ts";
+import { AccountSecretView, CreateEndpointBody, DeletedView, DeliveryList, DeliveryQuery, DeliveryView, EndpointList, EndpointView, UpdateEndpointBody } from "./model.ts";
+import { createEndpoint, deliveryNotFound, deliveryPage, deliveryView, endpointNotFound, endpointView, rotateAccountSecret } from "./service.ts";
+
+const security = [{ admin: [] }];
+const errors = { 400: ErrorEnvelope, 401: ErrorEnvelope, 403: ErrorEnvelope, 404: ErrorEnvelope, 503: ErrorEnvelope };
+const IdParams = t.Object({ id: t.String({ maxLength: 64 }) });
+
+export const webhookAdminRoutes = (deps: AppDeps) => {
+  const kit = webhookKit(deps.config, deps.database.db);
+  const db = kit.db;
+  return new Elysia({ prefix: "/admin", tags: ["admin"] })
+    .onBeforeHandle({ as: "local" }, ({ headers }) => checkAdmin(deps.config.adminToken, headers["authorization"]))
+    .post("/accounts/:id/webhooks", async ({ params, body, set }) => {
+      await getAccount(db, params.id);
+      set.status = 201;
+      return createEndpoint(kit, params.id, body);
+    }, { params: IdParams, body: CreateEndpointBody, detail: { summary: "Register a webhook endpoint for an account (its secret is in this answer only)", security }, response: { 201: EndpointView, ...errors } })
+    .get("/accounts/:id/webhooks", async ({ params }) => {
+      await getAccount(db, params.id);
+      return { object: "list" as const, data: (await listEndpoints(db, params.id)).map((e) => endpointView(e)) };
+    }, { params: IdParams, detail: { summary: "An account's webhook endpoints", security }, response: { 200: EndpointList, ...errors } })
+    .post("/accounts/:id/webhook-secret", async ({ params }) => {
+      await getAccount(db, params.id);
+      return rotateAccountSecret(kit, params.id);
+    }, { params: IdParams, detail: { summary: "Create or replace an account's secret for jobs' own webhook_url (shown once)", security }, response: { 200: AccountSecretView, ...errors } })
+    .get("/accounts/:id/webhook-deliveries", async ({ params, query }) => {
+      await getAccount(db, params.id);
+      return deliveryPage(await listDeliveries(db, { accountId: params.id, jobId: query.job_id, status: query.status, limit: query.limit ?? 20, after: query.after }));
+    }, { params: IdParams, query: DeliveryQuery, detail: { summary: "Every webhook delivery of an account, newest first", security }, response: { 200: DeliveryList, ...errors } })
+    .get("/webhooks/:id", async ({ params }) => {
+      const row = await findEndpoint(db, params.id, null);
+      if (!row) throw endpointNotFound(params.id);
+      return endpointView(row);
+    }, { params: IdParams, detail: { summary: "One webhook endpoint", security }, response: { 200: EndpointView, ...errors } })
+    .patch("/webhooks/:id", async ({ params, body }) => {
+      const row = await updateEndpoint(db, params.id, null, body);
+      if (!row) throw endpointNotFound(params.id);
+      return endpointView(row);
+    }, { params: IdParams, body: UpdateEndpointBody, detail: { summary: "Change a webhook endpoint, or enable it again", security }, response: { 200: EndpointView, ...errors } })
+    .delete("/webhooks/:id", async ({ params }) => {
+      if (!(await deleteEndpoint(db, params.id, null))) throw endpointNotFound(params.id);
+      return { id: params.id, object: "webhook_endpoint" as const, deleted: true as const };
+    }, { params: IdParams, detail: { summary: "Delete a webhook endpoint and its delivery log", security }, response: { 200: DeletedView, ...errors } })
+    .get("/webhooks/:id/deliveries", async ({ params, query }) => {
+      if (!(await findEndpoint(db, params.id, null))) throw endpointNotFound(params.id);
+      return deliveryPage(await listDeliveries(db, { accountId: null, endpointId: params.id, jobId: query.job_id, status: query.status, limit: query.limit ?? 20, after: query.after }));
+    }, { params: IdParams, query: DeliveryQuery, detail: { summary: "An endpoint's delivery log", security }, response: { 200: DeliveryList, ...errors } })
+    .post("/webhook-deliveries/:id/replay", async ({ params }) => {
+      const row = await replayDelivery(db, params.id, null, deps.config.webhooks.retryWindowMs);
+      if (!row) throw deliveryNotFound(params.id);
+      return deliveryView(row);
+    }, { params: IdParams, detail: { summary: "Send a webhook delivery again (same webhook-id and body)", security }, response: { 200: DeliveryView, ...errors } });
+};
