@@ -23,6 +23,8 @@ import { modelRoutes } from "./modules/models/index.ts";
 import { chatRoutes } from "./modules/chat/index.ts";
 import { embeddingsRoutes } from "./modules/embeddings/index.ts";
 import { videoRoutes } from "./modules/videos/index.ts";
+import { videoContentRoutes } from "./modules/videos/content.ts";
+import { videoEventRoutes } from "./modules/videos/events.ts";
 import { webhookRoutes } from "./modules/webhooks/index.ts";
 import { webhookAdminRoutes } from "./modules/webhooks/admin-routes.ts";
 import { metricsRoutes, usageRoutes } from "./ops/routes.ts";
@@ -70,6 +72,8 @@ export function createApp(deps: AppDeps) {
     .use(chatRoutes(deps))
     .use(embeddingsRoutes(deps))
     .use(videoRoutes(deps))
+    .use(videoContentRoutes(deps))
+    .use(videoEventRoutes(deps))
     .use(webhookRoutes(deps))
     .use(webhookAdminRoutes(deps))
     .use(usageRoutes(deps));

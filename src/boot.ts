@@ -29,6 +29,7 @@ import { videoBackgroundTasks } from "./modules/videos/index.ts";
 import { startupGate } from "./modules/health/startup-gate.ts";
 import { assertPortFree } from "./net/assert-port-free.ts";
 import { webhookBackgroundTasks } from "./modules/webhooks/index.ts";
+import { createJobWatcher } from "./modules/videos/job-watcher.ts";
 
 export interface Running {
   deps: AppDeps;
@@ -68,7 +69,8 @@ export async function buildDeps(config: Config, logger: Logger = createLogger(co
   try {
     const auth = new KeyAuthenticator(database.db, config.keyCacheMs, (e) => logger.warn({ err: e }, "could not update key last_used_at"));
     const { requestLimit, tokenBudget, telemetry, requestLog, metrics, readinessChecks } = ops;
-    return { config, database, registry, logger, auth, requestLimit, tokenBudget, telemetry, requestLog, metrics, readinessChecks };
+    const jobWatcher = createJobWatcher({ database, logger }, { fallbackMs: 2_000, pingMs: 15_000 });
+    return { config, database, registry, logger, auth, requestLimit, tokenBudget, telemetry, requestLog, metrics, readinessChecks, jobWatcher };
   } catch (e) {
     await closeRegistry();
     await database.close();
@@ -147,6 +149,8 @@ export async function startServer(config: Config, opts: { logger?: Logger; liste
   const stop = () =>
     (stopping ??= (async () => {
       logger.info("shutting down: no new connections, finishing in-flight requests");
+      // progress streams never finish on their own: end them (EventSource clients reconnect elsewhere)
+      await deps.jobWatcher.close();
       if (server) {
         const graceful = server.stop(false);
         const timeout = new Promise<"timeout">((r) => setTimeout(() => r("timeout"), config.shutdownGraceMs).unref());

@@ -2,6 +2,7 @@ import type { KeyAuthenticator } from "./auth/authenticate-key.ts";
 import type { Config } from "./config.ts";
 import type { Database } from "./db/index.ts";
 import type { Logger } from "./logger.ts";
+import type { JobWatcher } from "./modules/videos/job-watcher.ts";
 import type { ModelRegistry } from "./registry/model-registry.ts";
 import type { OpsParts } from "./ops/hooks.ts";
 
@@ -16,4 +17,6 @@ export interface AppDeps extends OpsParts {
   registry: ModelRegistry;
   logger: Logger;
   auth: KeyAuthenticator;
+  /** shared by every open progress stream (GET /v1/videos/generations/{id}/events) */
+  jobWatcher: JobWatcher;
 }

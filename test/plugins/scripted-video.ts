@@ -13,6 +13,7 @@
  *   lostTimes           the first N handles of each job are reported lost (per process)
  *   resultUrl           succeed with this URL instead of MP4 bytes
  *   recordFile          append "submit <jobId>" / "cancel <jobId>" lines (to count calls across processes)
+ *   mp4Bytes            succeed with this many deterministic pseudo-random bytes (per job) instead of a short marker
  */
 import { appendFileSync } from "node:fs";
 import { PLUGIN_API_VERSION, PluginError, type ModelInstance, type ReelayPlugin, type VideoPollResult } from "../../src/plugin-sdk/index.ts";
@@ -27,10 +28,20 @@ interface ScriptOptions {
   lostTimes: number;
   resultUrl?: string;
   recordFile?: string;
+  mp4Bytes?: number;
 }
 
-export function fakeMp4(jobId: string): Uint8Array {
-  return new TextEncoder().encode(`fake-mp4:${jobId}`);
+export function fakeMp4(jobId: string, size?: number): Uint8Array {
+  if (!size) return new TextEncoder().encode(`fake-mp4:${jobId}`);
+  const out = new Uint8Array(size);
+  let x = [...jobId].reduce((h, c) => (h * 31 + c.charCodeAt(0)) >>> 0, 2166136261) || 1;
+  for (let i = 0; i < size; i++) {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    out[i] = x & 0xff;
+  }
+  return out;
 }
 
 export function createScripted(o: ScriptOptions): ModelInstance {
@@ -65,7 +76,7 @@ export function createScripted(o: ScriptOptions): ModelInstance {
         if (o.fail) return { state: "failed", code: o.fail.code, message: o.fail.message, retryable: false };
         if (bump(polls, jobId) <= o.failRetryableTimes) return { state: "failed", code: "flaky", message: "scripted: retryable failure", retryable: true };
         if (o.resultUrl) return { state: "succeeded", url: o.resultUrl };
-        return { state: "succeeded", mp4: fakeMp4(jobId) };
+        return { state: "succeeded", mp4: fakeMp4(jobId, o.mp4Bytes) };
       },
       async cancel(handle) {
         record(`cancel ${handle.split(".")[1]}`);
@@ -89,6 +100,7 @@ export default {
       lostTimes: n("lostTimes", 0),
       resultUrl: ctx.options.resultUrl as string | undefined,
       recordFile: ctx.options.recordFile as string | undefined,
+      mp4Bytes: ctx.options.mp4Bytes as number | undefined,
     });
   },
 } satisfies ReelayPlugin;

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startTestServer, type TestServer } from "../support/harness.ts";
 import { client, pngBase64, scriptedEnv } from "../videos/support.ts";
-import { startReceiver, verified, type Receiver } from "./receiver.ts";
+import { startReceiver, until, verified, type Receiver } from "./receiver.ts";
 
 const IMG = pngBase64();
 const SECRET_KEY = "admin-cli-secret-key-0123456789abcdefghi";
@@ -58,7 +58,7 @@ describe("admin API", () => {
     const job = await submit(c.key);
     await r.waitFor((x) => x.some((q) => q.path === "/admin"));
     expect(verified(ep.secret, r.on("/admin")[0]!).data.id).toBe(job);
-    const log: any = await (await s.admin(`/admin/webhooks/${ep.id}/deliveries`)).json();
+    const log: any = await until(async () => (await s.admin(`/admin/webhooks/${ep.id}/deliveries`)).json(), (l: any) => l.data[0]?.status === "delivered");
     expect(log.data).toHaveLength(1);
     expect(log.data[0]).toMatchObject({ job_id: job, status: "delivered", attempts: 1 });
     const all: any = await (await s.admin(`/admin/accounts/${c.accountId}/webhook-deliveries?job_id=${job}`)).json();
@@ -99,7 +99,7 @@ describe("CLI", () => {
     const job = await submit(c.key);
     await r.waitFor((x) => x.some((q) => q.path === "/cli"));
     expect(verified(ep.secret, r.on("/cli")[0]!).data.id).toBe(job);
-    await Bun.sleep(200);
+    await until(async () => (await s.admin(`/admin/webhooks/${ep.id}/deliveries`)).json(), (l: any) => l.data[0]?.status === "delivered");
     const log = (await cli("webhooks", "deliveries", "--endpoint", ep.id)).json();
     expect(log.data[0]).toMatchObject({ job_id: job, status: "delivered" });
     const replayed = await cli("webhooks", "replay", log.data[0].id);
@@ -113,7 +113,7 @@ describe("CLI", () => {
     await r.waitFor((x) => x.some((q) => q.path === "/cli-job"));
     expect(verified(secret.secret, r.on("/cli-job")[0]!).type).toBe("video.generation.completed");
     expect((await cli("webhooks", "delete", ep.id)).code).toBe(0);
-  }, 60_000);
+  }, 120_000);
 
   test("refuses an SSRF URL and bad arguments with a message", async () => {
     const c = await s.newClient();
@@ -124,5 +124,5 @@ describe("CLI", () => {
     expect(bad.code).toBe(1);
     expect(bad.err).toContain('unknown event "video.generation.exploded"');
     expect((await cli("webhooks", "deliveries")).err).toContain("exactly one of --endpoint and --account");
-  }, 30_000);
+  }, 90_000);
 });

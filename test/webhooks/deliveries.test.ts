@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import postgres from "postgres";
 import { startTestServer, type TestServer } from "../support/harness.ts";
 import { client, pngBase64, scriptedEnv } from "../videos/support.ts";
-import { startReceiver, verified, type Receiver } from "./receiver.ts";
+import { startReceiver, until, verified, type Receiver } from "./receiver.ts";
 
 const IMG = pngBase64();
 const SECRET_KEY = "webhook-test-secret-key-0123456789abcdef";
@@ -82,7 +82,8 @@ describe("registered endpoints", () => {
     expect((await a.cancel(cancelled)).status).toBe(200);
 
     await r.waitFor((x) => x.length >= 3);
-    await Bun.sleep(500); // nothing more may arrive
+    await until(() => a.deliveries(), (l) => l.body.data.length === 3 && l.body.data.every((d: any) => d.status === "delivered"));
+    await Bun.sleep(300); // nothing more may arrive
     expect(r.requests).toHaveLength(3);
     const events = r.requests.map((req) => ({ req, event: verified(secret, req) }));
     const byJob = new Map(events.map((e) => [e.event.data.id, e]));
@@ -189,8 +190,7 @@ describe("retries, 410 and replays", () => {
     expect(gaps[0]!).toBeGreaterThanOrEqual(70);
     expect(gaps[1]!).toBeGreaterThanOrEqual(145);
     expect(gaps[2]!).toBeGreaterThanOrEqual(295);
-    await Bun.sleep(300);
-    const log = await a.call("GET", `/v1/webhooks/${ep.body.id}/deliveries`);
+    const log = await until(() => a.call("GET", `/v1/webhooks/${ep.body.id}/deliveries`), (l) => l.body.data[0]?.status === "delivered");
     expect(log.body.data).toHaveLength(1);
     expect(log.body.data[0]).toMatchObject({ id: [...ids][0], status: "delivered", attempts: 4, last_status: 200, job_id: job });
   }, 30_000);
@@ -271,7 +271,7 @@ describe("a job's own webhook_url", () => {
     await r.waitFor((x) => x.length === 1);
     const event = verified(sec.body.secret, r.requests[0]!);
     expect(event).toMatchObject({ type: "video.generation.completed", data: { id: job, status: "completed" } });
-    const [d] = (await a.deliveries(`?job_id=${job}`)).body.data;
+    const [d] = (await until(() => a.deliveries(`?job_id=${job}`), (l) => l.body.data[0]?.status === "delivered")).body.data;
     expect(d).toMatchObject({ endpoint_id: null, url: `${r.url}/job`, status: "delivered" });
 
     // a new secret signs from then on; the old one no longer verifies

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { startTestServer, type TestServer } from "../support/harness.ts";
 import { client, pngBase64, scriptedEnv } from "../videos/support.ts";
+import { until } from "./receiver.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 let s: TestServer;
@@ -41,7 +42,7 @@ test("the example receiver verifies reelay's delivery and refuses a forged one",
         lines.push(...parts);
       }
     })();
-    const until = async (pred: () => string | undefined, what: string) => {
+    const printed = async (pred: () => string | undefined, what: string) => {
       for (let i = 0; i < 300; i++) {
         const hit = pred();
         if (hit) return hit;
@@ -49,19 +50,16 @@ test("the example receiver verifies reelay's delivery and refuses a forged one",
       }
       throw new Error(`receiver never printed ${what}; output: ${lines.join("\n")}`);
     };
-    const url = (await until(() => lines.find((l) => l.startsWith("listening on ")), "its address")).slice("listening on ".length).replace(/\/$/, "");
+    const url = (await printed(() => lines.find((l) => l.startsWith("listening on ")), "its address")).slice("listening on ".length).replace(/\/$/, "");
     const forged = await fetch(`${url}/hook`, { method: "POST", headers: { "webhook-id": "msg_x", "webhook-timestamp": String(Math.floor(Date.now() / 1000)), "webhook-signature": "v1,AAAA" }, body: "{}" });
     expect(forged.status).toBe(400);
 
     const job = ((await (await client(s.url, c.key).submit({ model: "fast", prompt: "p", image: pngBase64(), seconds: 1, webhook_url: `${url}/hook` })).json()) as any).id;
-    const line = JSON.parse(await until(() => lines.find((l) => l.includes(job)), "the event"));
+    const line = JSON.parse(await printed(() => lines.find((l) => l.includes(job)), "the event"));
     expect(line).toMatchObject({ type: "video.generation.completed", job, download: `${s.url}/v1/videos/generations/${job}/content` });
     expect(line.webhookId).toMatch(/^msg_/);
-    let d: any;
-    for (let i = 0; i < 40 && d?.status !== "delivered"; i++, await Bun.sleep(50)) {
-      [d] = ((await (await fetch(`${s.url}/v1/webhooks/deliveries?job_id=${job}`, { headers: h })).json()) as any).data;
-    }
-    expect(d).toMatchObject({ id: line.webhookId, status: "delivered", last_status: 204 });
+    const log: any = await until(async () => (await fetch(`${s.url}/v1/webhooks/deliveries?job_id=${job}`, { headers: h })).json(), (l: any) => l.data[0]?.status === "delivered");
+    expect(log.data[0]).toMatchObject({ id: line.webhookId, status: "delivered", last_status: 204 });
   } finally {
     proc.kill();
     await proc.exited;

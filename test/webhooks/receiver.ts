@@ -96,3 +96,13 @@ export function startReceiver(): Receiver {
 export function verified(secret: string, r: Received): any {
   return new Webhook(secret).verify(r.body, r.headers);
 }
+
+/** Poll `read` until `done` holds (a receiver has an event a moment before reelay records it delivered). */
+export async function until<T>(read: () => Promise<T>, done: (v: T) => boolean, timeoutMs = 10_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await read();
+    if (done(v) || Date.now() > end) return v;
+    await Bun.sleep(50);
+  }
+}

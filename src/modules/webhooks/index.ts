@@ -15,15 +15,17 @@ import { listDeliveries, replayDelivery } from "./deliveries.ts";
 import { createDeliveryWorker } from "./delivery-worker.ts";
 import { deleteEndpoint, findEndpoint, listEndpoints, updateEndpoint } from "./endpoints.ts";
 import { AccountSecretView, CreateEndpointBody, DeletedView, DeliveryList, DeliveryQuery, DeliveryView, EndpointList, EndpointView, UpdateEndpointBody } from "./model.ts";
-import { loadSecretBox } from "./secret-box.ts";
+import { loadSecretBox, type SecretBox } from "./secret-box.ts";
 import { createEndpoint, deliveryNotFound, deliveryPage, deliveryView, endpointNotFound, endpointView, rotateAccountSecret, type WebhookKit } from "./service.ts";
 
 const security = [{ bearer: [] }];
 const IdParams = t.Object({ id: t.String({ maxLength: 64, error: "'id' must be a webhook endpoint or delivery id." }) });
 const errors = { 400: ErrorEnvelope, 404: ErrorEnvelope, 503: ErrorEnvelope, ...authErrors };
 
+/** The secret box is opened on first use: under PGlite that may create the key file, which only a request that needs it should do. */
 export function webhookKit(config: Config, db: Tx): WebhookKit {
-  return { db, box: loadSecretBox(config), policy: { allowedNetworks: config.webhooks.allowedNetworks } };
+  let box: SecretBox | null | undefined;
+  return { db, box: () => (box === undefined ? (box = loadSecretBox(config)) : box), policy: { allowedNetworks: config.webhooks.allowedNetworks } };
 }
 
 const needVideoScope = (scopes: string[] | null) => {

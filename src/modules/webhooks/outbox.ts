@@ -11,7 +11,8 @@
  */
 import { sql } from "drizzle-orm";
 import { query, type Tx } from "../../db/index.ts";
-import { COLUMNS, present, toRow } from "../videos/poll.ts";
+import { eventTypeFor as jobEventType, jobEventData } from "../videos/job-event.ts";
+import { COLUMNS, toRow } from "../videos/poll.ts";
 import { FINAL_EVENTS, type EventPayload, type EventType } from "./model.ts";
 
 export interface EnqueueOptions {
@@ -20,10 +21,9 @@ export interface EnqueueOptions {
   retryWindowMs: number;
 }
 
-/** The event a final transition produces: cancels are failures with code `cancelled`. */
+/** The event a transition produces: cancels are failures with code `cancelled`. */
 export function eventTypeFor(to: "processing" | "completed" | "failed", errorCode: string | null = null): EventType {
-  if (to === "failed") return errorCode === "cancelled" ? "video.generation.cancelled" : "video.generation.failed";
-  return `video.generation.${to}`;
+  return jobEventType(to, errorCode) as EventType;
 }
 
 /** Queue `type` for job `jobId` to every enabled endpoint of its account that wants it, and to the job's own webhook_url. */
@@ -71,9 +71,5 @@ async function insertDeliveries(tx: Tx, d: { jobId: string; accountId: string; t
 
 /** `{type, timestamp, data}`: the job as polling shows it, minus the video, plus its links. */
 export function buildPayload(row: ReturnType<typeof toRow>, type: EventType, base: string | null): EventPayload {
-  const { data: _video, ...job } = present({ ...row, result: null });
-  const self = `${base ?? ""}/v1/videos/generations/${row.id}`;
-  const urls: EventPayload["data"]["urls"] = { poll: self, events: `${self}/events` };
-  if (job.status === "completed") urls.content = `${self}/content`;
-  return { type, timestamp: new Date().toISOString(), data: { ...(job as Omit<EventPayload["data"], "urls">), urls } };
+  return { type, timestamp: new Date().toISOString(), data: jobEventData(row, base) };
 }

@@ -16,7 +16,8 @@ import { newSigningSecret } from "./signing.ts";
 
 export interface WebhookKit {
   db: Tx;
-  box: SecretBox | null;
+  /** null: webhooks are not configured (PostgreSQL without REELAY_SECRET_KEY) */
+  box(): SecretBox | null;
   policy: TargetPolicy;
 }
 
@@ -41,7 +42,7 @@ export async function checkWebhookUrl(url: string, policy: TargetPolicy, param: 
 }
 
 export async function createEndpoint(kit: WebhookKit, accountId: string, body: CreateEndpointBody) {
-  const box = requireBox(kit.box);
+  const box = requireBox(kit.box());
   const url = await checkWebhookUrl(body.url, kit.policy, "url");
   const id = randomId("we");
   const secret = newSigningSecret();
@@ -52,7 +53,7 @@ export async function createEndpoint(kit: WebhookKit, accountId: string, body: C
 
 /** A new secret for jobs' own webhook_url (the previous one stops signing at once). */
 export async function rotateAccountSecret(kit: WebhookKit, accountId: string) {
-  const box = requireBox(kit.box);
+  const box = requireBox(kit.box());
   const secret = newSigningSecret();
   const createdAt = await upsertAccountSecret(kit.db, accountId, box.seal(secret, accountId));
   return { object: "webhook_secret" as const, secret, created_at: unix(createdAt) };

@@ -1,0 +1,24 @@
+/**
+ * A job as its events show it (webhooks and the /events stream): the polling view without the
+ * video bytes, plus links to poll it, stream its events and download the MP4.
+ */
+import type { EventPayload, EventType } from "../webhooks/model.ts";
+import { present, type JobRow } from "./poll.ts";
+
+export type JobEventData = EventPayload["data"];
+
+/** The event a job state is: cancels are failures with code `cancelled`. */
+export function eventTypeFor(status: JobRow["status"], errorCode: string | null = null): EventType | "video.generation.queued" {
+  if (status === "failed") return errorCode === "cancelled" ? "video.generation.cancelled" : "video.generation.failed";
+  if (status === "expired") return "video.generation.completed";
+  return `video.generation.${status}`;
+}
+
+/** `base`: the origin links point at (REELAY_PUBLIC_URL or the submit request's); null gives root-relative links. */
+export function jobEventData(row: JobRow, base: string | null): JobEventData {
+  const { data: _video, ...job } = present({ ...row, result: null });
+  const self = `${base ?? ""}/v1/videos/generations/${row.id}`;
+  const urls: JobEventData["urls"] = { poll: self, events: `${self}/events` };
+  if (job.status === "completed") urls.content = `${self}/content`;
+  return { ...(job as Omit<JobEventData, "urls">), urls };
+}
