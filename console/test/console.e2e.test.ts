@@ -210,6 +210,8 @@ test("operator: the request is in usage, the charges are in the ledger; every pa
   await signIn(page, ADMIN_TOKEN);
   await page.getByRole("heading", { name: "Overview" }).waitFor();
   await see(page.locator(".stat").filter({ hasText: "Requests" }), "3");
+  // the charts are drawn in an effect after the numbers render: wait for them (flaked under load)
+  await page.locator(".uplot").nth(4).waitFor();
   expect(await page.locator(".uplot").count()).toBe(5);
   await shot(page, "overview-1280");
 

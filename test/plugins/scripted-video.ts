@@ -14,8 +14,10 @@
  *   resultUrl           succeed with this URL instead of MP4 bytes
  *   recordFile          append "submit <jobId>" / "cancel <jobId>" lines (to count calls across processes)
  *   mp4Bytes            succeed with this many deterministic pseudo-random bytes (per job) instead of a short marker
+ *   releaseFile         jobs keep running (progress 0.5) until this file exists, then succeed at their next
+ *                       poll: many jobs finishing within one poll interval (benchmarks)
  */
-import { appendFileSync } from "node:fs";
+import { appendFileSync, existsSync } from "node:fs";
 import { PLUGIN_API_VERSION, PluginError, type ModelInstance, type ReelayPlugin, type VideoPollResult } from "../../src/plugin-sdk/index.ts";
 
 interface ScriptOptions {
@@ -29,6 +31,7 @@ interface ScriptOptions {
   resultUrl?: string;
   recordFile?: string;
   mp4Bytes?: number;
+  releaseFile?: string;
 }
 
 export function fakeMp4(jobId: string, size?: number): Uint8Array {
@@ -49,6 +52,16 @@ export function createScripted(o: ScriptOptions): ModelInstance {
   const polls = new Map<string, number>();
   const lost = new Map<string, number>();
   const record = (line: string) => o.recordFile && appendFileSync(o.recordFile, line + "\n");
+  // one stat per 20 ms at most, however many jobs poll
+  let released = false;
+  let checkedAt = 0;
+  const isReleased = () => {
+    if (!released && o.releaseFile && Date.now() - checkedAt >= 20) {
+      checkedAt = Date.now();
+      released = existsSync(o.releaseFile);
+    }
+    return released;
+  };
   const bump = (m: Map<string, number>, k: string) => {
     const n = (m.get(k) ?? 0) + 1;
     m.set(k, n);
@@ -72,6 +85,7 @@ export function createScripted(o: ScriptOptions): ModelInstance {
           return { state: "lost" };
         }
         const elapsed = Date.now() - Number(at);
+        if (o.releaseFile && !isReleased()) return { state: "running", progress: 0.5 };
         if (elapsed < o.durationMs) return { state: "running", progress: elapsed / o.durationMs };
         if (o.fail) return { state: "failed", code: o.fail.code, message: o.fail.message, retryable: false };
         if (bump(polls, jobId) <= o.failRetryableTimes) return { state: "failed", code: "flaky", message: "scripted: retryable failure", retryable: true };
@@ -101,6 +115,7 @@ export default {
       resultUrl: ctx.options.resultUrl as string | undefined,
       recordFile: ctx.options.recordFile as string | undefined,
       mp4Bytes: ctx.options.mp4Bytes as number | undefined,
+      releaseFile: ctx.options.releaseFile as string | undefined,
     });
   },
 } satisfies ReelayPlugin;
