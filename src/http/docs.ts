@@ -1,24 +1,53 @@
 /**
- * OpenAPI document at /docs/json and the Scalar docs UI at /docs. The UI's script is served by
- * reelay itself from the embedded @scalar/api-reference bundle, so the docs render offline.
+ * OpenAPI document at /docs/json and the Scalar docs UI at /docs (and /docs/). The UI's script is
+ * served by reelay itself from the embedded @scalar/api-reference bundle and every feature of the
+ * UI that calls the internet is off (Ask AI, "Deploy on Scalar", the request proxy, telemetry, web
+ * fonts), so the docs are fully useful offline. `GET /` points to the docs.
  */
 import { openapi } from "@elysiajs/openapi";
 import { Elysia } from "elysia";
 import { WEBHOOKS_OPENAPI } from "../modules/webhooks/model.ts";
 // @ts-ignore: file import, embedded by `bun build --compile`
 import scalarBundle from "../../node_modules/@scalar/api-reference/dist/browser/standalone.js" with { type: "file" };
+import { tidyOpenApi } from "./openapi-tidy.ts";
 
 export const DOCS_ASSET_PATH = "/docs/assets/scalar.js";
+const SPEC_PATH = "/docs/json";
 
-export const docs = () =>
-  new Elysia()
+/** Scalar options; see @scalar/types api-reference-configuration */
+const SCALAR = {
+  cdn: DOCS_ASSET_PATH,
+  // absolute: the relative "docs/json" the plugin sets resolves to /docs/docs/json from /docs/
+  url: SPEC_PATH,
+  withDefaultFonts: false, // fonts.scalar.com
+  agent: { disabled: true }, // "Ask AI" (on by default on localhost)
+  showDeveloperTools: "never", // the toolbar with "Deploy on Scalar" (default: on localhost)
+  hideClientButton: true, // the API client and its "send through proxy.scalar.com" option
+  hideTestRequestButton: true,
+  telemetry: false,
+};
+
+export const docs = () => {
+  const tidied = new WeakMap<object, Record<string, unknown>>(); // keyed by the plugin's cached document
+  return new Elysia()
+    .get("/", ({ request }) =>
+      (request.headers.get("accept") ?? "").includes("text/html")
+        ? Response.redirect("/docs", 302)
+        : { object: "reelay", docs: "/docs", openapi: SPEC_PATH, models: "/v1/models", health: "/healthz" },
+    { detail: { hide: true } })
     .get(DOCS_ASSET_PATH, () => new Response(Bun.file(scalarBundle as unknown as string), { headers: { "content-type": "text/javascript; charset=utf-8", "cache-control": "public, max-age=86400" } }), { detail: { hide: true } })
+    .onAfterHandle(({ path, response }) => {
+      if (path !== SPEC_PATH || typeof response !== "object" || response === null) return;
+      let doc = tidied.get(response);
+      if (!doc) tidied.set(response, (doc = tidyOpenApi(response as Record<string, unknown>)));
+      return doc;
+    })
     .use(
       openapi({
         path: "/docs",
-        specPath: "/docs/json",
-        exclude: { paths: [DOCS_ASSET_PATH] },
-        scalar: { cdn: DOCS_ASSET_PATH, withDefaultFonts: false, hideClientButton: true } as never,
+        specPath: SPEC_PATH,
+        exclude: { paths: [DOCS_ASSET_PATH, "/"] },
+        scalar: SCALAR as never,
         documentation: {
           info: {
             title: "reelay API",
@@ -39,3 +68,4 @@ export const docs = () =>
         },
       }),
     );
+};

@@ -29,7 +29,7 @@ export const metricsRoutes = (deps: Pick<AppDeps, "config" | "database">, metric
       return new Response(m.text, { headers: { "content-type": m.contentType } });
     },
     {
-      detail: { summary: "Prometheus metrics (Bearer REELAY_METRICS_TOKEN, or the admin token when that is not set)", security: [{ metrics: [] }] },
+      detail: { summary: "Prometheus metrics", description: "Prometheus metrics (Bearer REELAY_METRICS_TOKEN, or the admin token when that is not set)", security: [{ metrics: [] }] },
       response: { 200: t.String({ description: "Prometheus text exposition format 0.0.4" }), 401: ErrorEnvelope },
     },
   );
@@ -76,7 +76,7 @@ export const usageRoutes = (deps: AppDeps) => {
       },
       {
         query: t.Object({ ...Range, account: t.Optional(t.String({ description: "only this account" })) }),
-        detail: { summary: "Usage per account over a time range: requests, tokens, video seconds, credits", security },
+        detail: { summary: "Usage per account", description: "Usage per account over a time range: requests, tokens, video seconds, credits", security },
         response: { 200: list(AccountUsage), ...errors },
       },
     )
@@ -100,7 +100,7 @@ export const usageRoutes = (deps: AppDeps) => {
       },
       {
         query: t.Object({ ...Range, limit: t.Optional(t.Integer({ minimum: 1, maximum: 1000, description: "default 10" })) }),
-        detail: { summary: "The accounts charged the most credits over a time range", security },
+        detail: { summary: "Top accounts by spend", description: "The accounts charged the most credits over a time range", security },
         response: { 200: list(AccountUsage), ...errors },
       },
     )
@@ -112,7 +112,7 @@ export const usageRoutes = (deps: AppDeps) => {
       },
       {
         query: t.Object(Range),
-        detail: { summary: "Plugins/models with failed requests (status >= 500 or an error code) over a time range, with error rate", security },
+        detail: { summary: "Errors per plugin and model", description: "Plugins/models with failed requests (status >= 500 or an error code) over a time range, with error rate", security },
         response: { 200: list(FailingUpstream), ...errors },
       },
     );

@@ -40,7 +40,7 @@ export const accountRoutes = (deps: AppDeps) =>
         return { object: "account" as const, id: principal.accountId, key_prefix: principal.keyPrefix, balance: b.balance, held: b.held, available: b.available, currency: "micro-USD" as const };
       },
       {
-        detail: { summary: "Credits of the calling key's account (integer micro-dollars: 1 USD = 1,000,000)", security: [{ bearer: [] }] },
+        detail: { summary: "Account balance", description: "Credits of the calling key's account (integer micro-dollars: 1 USD = 1,000,000)", security: [{ bearer: [] }] },
         response: {
           200: t.Object(
             { object: t.Literal("account"), id: t.String(), key_prefix: t.String(), balance: t.Integer(), held: t.Integer(), available: t.Integer(), currency: t.Literal("micro-USD") },
@@ -52,6 +52,6 @@ export const accountRoutes = (deps: AppDeps) =>
     )
     .get("/usage", ({ principal, query }) => listUsage(deps.database.db, principal.accountId, { limit: query.limit ?? 50, before: query.before }), {
       query: PageQuery,
-      detail: { summary: "The account's usage records, newest first (cursor pagination with `before`)", security: [{ bearer: [] }] },
+      detail: { summary: "List usage records", description: "The account's usage records, newest first (cursor pagination with `before`)", security: [{ bearer: [] }] },
       response: { 200: t.Object({ object: t.Literal("list"), data: t.Array(UsageRecord), has_more: t.Boolean(), next_before: t.Nullable(t.Integer()) }), ...authErrors },
     });

@@ -58,12 +58,12 @@ export const adminRoutes = (deps: AppDeps) => {
       response: { 200: listOf(AccountView, AccountView.examples?.[0]), ...adminErrors },
     })
     .get("/accounts/:id", async ({ params }) => svc.publicAccount(await svc.getAccount(db, params.id)), {
-      detail: { summary: "An account with its balance, held and available credits", security },
+      detail: { summary: "Get an account", description: "An account with its balance, held and available credits", security },
       response: accountReply,
     })
     .patch("/accounts/:id/limits", async ({ params, body }) => svc.publicAccount(await svc.setAccountLimits(db, params.id, toLimits(body))), {
       body: t.Object(Limits, { examples: [{ requests_per_minute: 120, tokens_per_minute: null }] }),
-      detail: { summary: "Set rate-limit overrides for a whole account (null: configured default)", security },
+      detail: { summary: "Set account rate limits", description: "Set rate-limit overrides for a whole account (null: configured default)", security },
       response: accountReply,
     })
     .post(
@@ -103,27 +103,27 @@ export const adminRoutes = (deps: AppDeps) => {
       },
       {
         body: CreateKeyBody,
-        detail: { summary: "Create an API key. The key is in this response only; reelay stores its hash.", security },
+        detail: { summary: "Create an API key", description: "Create an API key. The key is in this response only; reelay stores its hash.", security },
         response: { 201: KeyView, ...adminErrors },
       },
     )
     .get("/accounts/:id/keys", async ({ params }) => {
       await svc.getAccount(db, params.id);
       return { object: "list" as const, data: (await svc.listKeys(db, params.id)).map(svc.publicKey) };
-    }, { detail: { summary: "List an account's keys (prefix, name, times; never the key)", security }, response: { 200: listOf(KeyView, KeyView.examples?.[0]), ...adminErrors } })
+    }, { detail: { summary: "List an account's keys", description: "List an account's keys (prefix, name, times; never the key)", security }, response: { 200: listOf(KeyView, KeyView.examples?.[0]), ...adminErrors } })
     .post("/keys/:id/revoke", async ({ params }) => {
       const row = await svc.revokeKey(db, params.id);
       deps.auth.evict(params.id);
       return svc.publicKey(row);
-    }, { detail: { summary: "Revoke a key (takes effect at once here, within the key cache TTL on other instances)", security }, response: keyReply })
+    }, { detail: { summary: "Revoke a key", description: "Revoke a key (takes effect at once here, within the key cache TTL on other instances)", security }, response: keyReply })
     .post("/keys/:id/rotate", async ({ params }) => {
       const { key, record } = await svc.rotateKey(db, params.id);
       deps.auth.evict(params.id);
       return { ...svc.publicKey(record), key, replaces: params.id };
-    }, { detail: { summary: "Revoke a key and issue a new one with the same settings", security }, response: keyReply })
+    }, { detail: { summary: "Rotate a key", description: "Revoke a key and issue a new one with the same settings", security }, response: keyReply })
     .patch("/keys/:id/limits", async ({ params, body }) => {
       const row = await svc.setKeyLimits(db, params.id, toLimits(body));
       deps.auth.evict(params.id);
       return svc.publicKey(row);
-    }, { body: t.Object(Limits, { examples: [{ requests_per_minute: 60, concurrent_video_jobs: 4 }] }), detail: { summary: "Set a key's rate-limit overrides (null: account/default)", security }, response: keyReply });
+    }, { body: t.Object(Limits, { examples: [{ requests_per_minute: 60, concurrent_video_jobs: 4 }] }), detail: { summary: "Set key rate limits", description: "Set a key's rate-limit overrides (null: account/default)", security }, response: keyReply });
 };

@@ -34,9 +34,9 @@ export const chatRoutes = (deps: AppDeps) =>
           if (!strictBody.Check(body)) throw new ValidationError("body", strictBody, body);
         },
         detail: {
-          summary: "Create a chat completion (OpenAI-compatible; streamed with `stream: true`)",
+          summary: "Create a chat completion",
           description:
-            "The body is forwarded to the model's upstream unchanged (unknown parameters included), except `model` and " +
+            "OpenAI-compatible; streamed (SSE) with `stream: true`. The body is forwarded to the model's upstream unchanged (unknown parameters included), except `model` and " +
             "`max_tokens` / `max_completion_tokens`, which are clamped to the model's maximum output. Credits for the worst case " +
             "are held before the call; the charge uses the upstream's reported usage, or for a stream the tokens actually delivered. " +
             "Local GGUF models (plugin local-llm) generate the answer inside reelay and refuse what they cannot do (tools, JSON mode, " +

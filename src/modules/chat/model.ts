@@ -22,7 +22,7 @@ export const ChatCompletionRequest = t.Object(
     additionalProperties: true,
     examples: [
       {
-        model: "llama-3.1-8b",
+        model: "llama-3-8b",
         messages: [{ role: "system", content: "Be brief." }, { role: "user", content: "Name three colours." }],
         max_tokens: 32,
         stream: false,
@@ -53,7 +53,7 @@ export const ChatCompletion = t.Object(
         id: "chatcmpl-123",
         object: "chat.completion",
         created: 1763760000,
-        model: "llama-3.1-8b",
+        model: "llama-3-8b",
         choices: [{ index: 0, message: { role: "assistant", content: "Red, green, blue." }, finish_reason: "stop" }],
         usage: { prompt_tokens: 24, completion_tokens: 6, total_tokens: 30 },
       },

@@ -37,11 +37,11 @@ export const consoleApiRoutes = (deps: AppDeps) => {
     .onBeforeHandle({ as: "local" }, ({ headers }) => checkAdmin(deps.config.adminToken, headers["authorization"]))
     .get("/usage/timeseries", ({ query }) => series(query, query.account || undefined), {
       query: t.Object({ ...TimeseriesQuery, account: t.Optional(t.String({ description: "only this account" })) }),
-      detail: { summary: "Usage over time in buckets: requests, tokens, credits, errors, p50/p99 latency; totals and per model", security },
+      detail: { summary: "Usage over time", description: "Usage over time in buckets: requests, tokens, credits, errors, p50/p99 latency; totals and per model", security },
       response: { 200: Timeseries, ...adminErrors },
     })
     .get("/stats", () => currentStats(db), {
-      detail: { summary: "Now: video queue depth and oldest job age, open holds, accounts, active keys", security },
+      detail: { summary: "Current operating figures", description: "Now: video queue depth and oldest job age, open holds, accounts, active keys", security },
       response: { 200: Stats, ...adminErrors },
     })
     .get(
@@ -68,7 +68,7 @@ export const consoleApiRoutes = (deps: AppDeps) => {
         };
       },
       {
-        detail: { summary: "Every configured model: plugin, capabilities, prices (micro-dollars), state and upstream health over the last 15 minutes", security },
+        detail: { summary: "Models: state and health", description: "Every configured model: plugin, capabilities, prices (micro-dollars), state and upstream health over the last 15 minutes", security },
         response: { 200: t.Object({ object: t.Literal("list"), data: t.Array(AdminModel) }), ...adminErrors },
       },
     )
@@ -78,7 +78,7 @@ export const consoleApiRoutes = (deps: AppDeps) => {
         include_revoked: t.Optional(t.Boolean({ description: "also revoked keys (default false)" })),
         limit: t.Optional(t.Integer({ minimum: 1, maximum: 1000, description: "default 200" })),
       }),
-      detail: { summary: "API keys across accounts, newest first: prefix, scopes, models, last used (never the key)", security },
+      detail: { summary: "List API keys (all accounts)", description: "API keys across accounts, newest first: prefix, scopes, models, last used (never the key)", security },
       response: { 200: t.Object({ object: t.Literal("list"), data: t.Array(AdminKey) }), ...adminErrors },
     })
     .get("/videos", ({ query }) => listJobs(db, { accountId: query.account || undefined, keyId: query.key || undefined, model: query.model || undefined, status: query.status, limit: query.limit ?? 50, after: query.after || undefined }), {
@@ -90,17 +90,17 @@ export const consoleApiRoutes = (deps: AppDeps) => {
         limit: t.Optional(t.Integer({ minimum: 1, maximum: 200, description: "default 50" })),
         after: t.Optional(t.String({ description: "cursor: the previous page's last_id" })),
       }),
-      detail: { summary: "Video jobs across accounts, newest first, filtered by account, key, model, status (no result bytes)", security },
+      detail: { summary: "List video jobs (all accounts)", description: "Video jobs across accounts, newest first, filtered by account, key, model, status (no result bytes)", security },
       response: { 200: AdminJobList, ...adminErrors },
     })
     .get("/videos/:id", async ({ params }) => ({ ...(await getVideo(db, params.id, await jobAccount(db, params.id))), account_id: await jobAccount(db, params.id) }), {
       params: t.Object({ id: t.String({ maxLength: 64 }) }),
-      detail: { summary: "One video job of any account, as its owner sees it (completed: data[0].b64_json MP4); 410 after retention", security },
+      detail: { summary: "Get any account's video job", description: "One video job of any account, as its owner sees it (completed: data[0].b64_json MP4); 410 after retention", security },
       response: { 200: t.Composite([VideoJob, t.Object({ account_id: t.String() })]), 410: ErrorEnvelope, ...adminErrors },
     })
     .post("/videos/:id/cancel", async ({ params }) => cancelVideo(deps, params.id, await jobAccount(db, params.id)), {
       params: t.Object({ id: t.String({ maxLength: 64 }) }),
-      detail: { summary: "Cancel a queued or processing job of any account: it fails with code `cancelled`, its hold is released", security },
+      detail: { summary: "Cancel any account's video job", description: "Cancel a queued or processing job of any account: it fails with code `cancelled`, its hold is released", security },
       response: { 200: VideoJob, 409: ErrorEnvelope, ...adminErrors },
     });
 
@@ -108,7 +108,7 @@ export const consoleApiRoutes = (deps: AppDeps) => {
     .use(requireKey(deps))
     .get("/usage/timeseries", ({ principal, query }) => series(query, principal.accountId), {
       query: t.Object(TimeseriesQuery),
-      detail: { summary: "The calling key's account usage over time in buckets (same shape as /admin/usage/timeseries)", security: [{ bearer: [] }] },
+      detail: { summary: "Your usage over time", description: "The calling key's account usage over time in buckets (same shape as /admin/usage/timeseries)", security: [{ bearer: [] }] },
       response: { 200: Timeseries, 400: ErrorEnvelope, ...authErrors },
     });
 

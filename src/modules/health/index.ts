@@ -46,7 +46,7 @@ export const healthRoutes = (deps: AppDeps, extraChecks: ReadinessCheck[] = []) 
         return { status: ready ? ("ready" as const) : ("not_ready" as const), checks, models: deps.registry.statuses() };
       },
       {
-        detail: { summary: "Readiness: database reachable and migrated (plus degraded dependencies such as Redis); each model's load state" },
+        detail: { summary: "Readiness", description: "Readiness: database reachable and migrated (plus degraded dependencies such as Redis); each model's load state" },
         response: {
           200: t.Object(
             { status: t.Literal("ready"), checks: t.Array(Check), models: t.Array(ModelState) },

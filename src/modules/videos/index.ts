@@ -32,8 +32,8 @@ export const videoRoutes = (deps: AppDeps) =>
       {
         body: SubmitBody,
         detail: {
-          summary: "Submit an image-to-video job (202; poll GET /v1/videos/generations/{id}). Holds price/s × seconds; charged only on completion.",
-          description: "Exactly one of `image` (base64 or data URL: PNG, JPEG, WebP) and `image_url` (http/https, downloaded once now). An `Idempotency-Key` header makes retries safe: the same key and body return the same job (200); a different body is a 409.",
+          summary: "Submit an image-to-video job",
+          description: "Answers 202 with the queued job; poll GET /v1/videos/generations/{id}. Holds price per second × seconds now; charged only on completion. Exactly one of `image` (base64 or data URL: PNG, JPEG, WebP) and `image_url` (http/https, downloaded once now). An `Idempotency-Key` header makes retries safe: the same key and body return the same job (200); a different body is a 409.",
           security,
         },
         response: { 200: SubmitReply, 202: SubmitReply, 400: ErrorEnvelope, 402: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 413: ErrorEnvelope, ...authErrors },
@@ -41,17 +41,17 @@ export const videoRoutes = (deps: AppDeps) =>
     )
     .get("/videos/generations", ({ principal, query }) => listVideos(deps.database.db, principal.accountId, { limit: query.limit ?? 20, after: query.after }), {
       query: ListQuery,
-      detail: { summary: "The account's video jobs, newest first, without results (cursor: `after` = previous page's last_id)", security },
+      detail: { summary: "List video jobs", description: "The account's video jobs, newest first, without results (cursor: `after` = previous page's last_id)", security },
       response: { 200: VideoList, ...authErrors },
     })
     .get("/videos/generations/:id", ({ principal, params }) => getVideo(deps.database.db, params.id, principal.accountId), {
       params: IdParams,
-      detail: { summary: "Poll a video job: queued | processing | completed (with data[0].b64_json MP4 and expires_at) | failed (with error). 410 after retention.", security },
+      detail: { summary: "Poll a video job", description: "Poll a video job: queued | processing | completed (with data[0].b64_json MP4 and expires_at) | failed (with error). 410 after retention.", security },
       response: { 200: VideoJob, 404: ErrorEnvelope, 410: ErrorEnvelope, ...authErrors },
     })
     .post("/videos/generations/:id/cancel", ({ principal, params }) => cancelVideo(deps, params.id, principal.accountId), {
       params: IdParams,
-      detail: { summary: "Cancel a queued or processing job: it fails with code `cancelled` and nothing is charged", security },
+      detail: { summary: "Cancel a video job", description: "Cancel a queued or processing job: it fails with code `cancelled` and nothing is charged", security },
       response: { 200: VideoJob, 404: ErrorEnvelope, 409: ErrorEnvelope, ...authErrors },
     });
 

@@ -1,0 +1,115 @@
+/**
+ * The API docs: the OpenAPI document says what reelay accepts, the README's route table matches
+ * it, and the Scalar UI renders at /docs and /docs/ in a real browser with no request leaving the
+ * machine (every other origin is blocked, as on a host without internet).
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { Browser } from "playwright-core";
+import { launchBrowser, see, watch } from "../../console/test/browser.ts";
+import { startTestServer, type TestServer } from "../../test/support/harness.ts";
+
+let s: TestServer;
+let spec: any;
+beforeAll(async () => {
+  s = await startTestServer();
+  spec = await (await fetch(`${s.url}/docs/json`)).json();
+}, 60_000);
+afterAll(() => s?.close());
+
+const METHODS = ["get", "post", "put", "patch", "delete"];
+const operations = () =>
+  Object.entries(spec.paths as Record<string, Record<string, any>>).flatMap(([path, ops]) =>
+    Object.entries(ops).filter(([m]) => METHODS.includes(m)).map(([method, op]) => ({ route: `${method.toUpperCase()} ${path}`, op })));
+
+describe("OpenAPI document", () => {
+  test("every operation has a short title; the details are in its description", () => {
+    const long = operations().filter(({ op }) => typeof op.summary !== "string" || op.summary.length > 40 || /[.;:]$/.test(op.summary));
+    expect(long.map(({ route, op }) => `${route}: ${op.summary}`)).toEqual([]);
+    const chat = spec.paths["/v1/chat/completions"].post;
+    expect(chat.summary).toBe("Create a chat completion");
+    expect(chat.description).toContain("streamed (SSE) with `stream: true`");
+  });
+
+  test("numbers are numbers (no 'Any of string'), bodies are JSON only, no validator messages", () => {
+    const body = (path: string) => spec.paths[path].post.requestBody.content;
+    expect(Object.keys(body("/v1/embeddings"))).toEqual(["application/json"]);
+    expect(body("/v1/embeddings")["application/json"].schema.properties.dimensions).toEqual({
+      type: "integer",
+      minimum: 1,
+      description: "output size; only for models that support it (400 otherwise)",
+    });
+    const text = JSON.stringify(spec);
+    expect(text).not.toContain('"format":"integer"');
+    expect(text).not.toContain('"format":"numeric"');
+    expect(text).not.toContain('"error":"');
+  });
+
+  test("the chat example's model is the one the README configures", async () => {
+    const readme = await Bun.file(new URL("../../README.md", import.meta.url)).text();
+    const example = spec.paths["/v1/chat/completions"].post.requestBody.content["application/json"].schema.examples[0].model;
+    expect(readme).toContain(`- id: ${example}`);
+    expect(readme).toContain(`model: "${example}"`);
+  });
+
+  test("the README's API table lists every client route, and only routes that exist", async () => {
+    const readme = await Bun.file(new URL("../../README.md", import.meta.url)).text();
+    const section = readme.slice(readme.indexOf("\n## API\n"), readme.indexOf("\n## ", readme.indexOf("\n## API\n") + 5));
+    const norm = (r: string) => r.split("?")[0]!.replace(/\{[^}]+\}/g, "{}").trim();
+    const inReadme = new Set(
+      section.split("\n").filter((l) => l.startsWith("| `")).flatMap((l) => [...l.split("|")[1]!.matchAll(/`((?:GET|POST|PATCH|PUT|DELETE) [^`]+)`/g)].map((m) => norm(m[1]!))),
+    );
+    const client = operations().map((o) => norm(o.route)).filter((r) => !r.includes(" /admin/"));
+    expect(client.filter((r) => !inReadme.has(r))).toEqual([]);
+    expect([...inReadme].filter((r) => !client.includes(r))).toEqual([]);
+  });
+});
+
+describe("GET /", () => {
+  test("a browser is sent to /docs; other clients are told where things are", async () => {
+    const html = await fetch(`${s.url}/`, { headers: { accept: "text/html,application/xhtml+xml" }, redirect: "manual" });
+    expect([html.status, html.headers.get("location")]).toEqual([302, "/docs"]);
+    const json = await fetch(`${s.url}/`);
+    expect(json.status).toBe(200);
+    expect(await json.json()).toMatchObject({ docs: "/docs", openapi: "/docs/json" });
+  });
+});
+
+describe("docs UI", () => {
+  test("/docs and /docs/ serve the same page, configured for offline use", async () => {
+    const [a, b] = await Promise.all([fetch(`${s.url}/docs`).then((r) => r.text()), fetch(`${s.url}/docs/`).then((r) => r.text())]);
+    expect(b).toBe(a);
+    const config = JSON.parse(/data-configuration='([^']*)'/.exec(a)![1]!);
+    expect(config).toMatchObject({ url: "/docs/json", cdn: "/docs/assets/scalar.js", withDefaultFonts: false, agent: { disabled: true }, showDeveloperTools: "never", hideClientButton: true, hideTestRequestButton: true, telemetry: false });
+    expect(a).not.toMatch(/https?:\/\/(?!localhost)/);
+  });
+
+  describe("in chromium, with every other origin unreachable", () => {
+    let browser: Browser;
+    beforeAll(async () => { browser = await launchBrowser(); }, 60_000);
+    afterAll(() => browser?.close());
+
+    for (const path of ["/docs", "/docs/"]) {
+      test(`${path} renders the operations from the local document; nothing leaves the machine`, async () => {
+        const origin = s.url.replace("127.0.0.1", "localhost"); // "localhost" is where Scalar turns on its online extras
+        const context = await browser.newContext();
+        await context.route((url) => !url.href.startsWith(origin + "/"), (route) => route.abort("internetdisconnected"));
+        const w = watch(context, origin);
+        try {
+          const page = await context.newPage();
+          await page.goto(origin + path);
+          await see(page.locator("body"), "Readiness", { timeout: 30_000 }); // an operation title from /docs/json
+          await page.getByText("chat", { exact: true }).first().click(); // open the chat group in the sidebar
+          await see(page.locator("body"), "Create a chat completion");
+          const text = await page.locator("body").innerText();
+          expect(text).toContain("Image-to-video jobs, OpenAI-compatible chat completions"); // the document's description
+          expect(text).not.toContain("Document could not be loaded");
+          for (const online of ["Ask AI", "Deploy on Scalar", "Test Request"]) expect(text).not.toContain(online);
+          expect(w.foreign).toEqual([]);
+          expect(w.errors).toEqual([]);
+        } finally {
+          await context.close();
+        }
+      }, 60_000);
+    }
+  });
+});
