@@ -9,7 +9,7 @@ import { Elysia } from "elysia";
 import { WEBHOOKS_OPENAPI } from "../modules/webhooks/model.ts";
 // @ts-ignore: file import, embedded by `bun build --compile`
 import scalarBundle from "../../node_modules/@scalar/api-reference/dist/browser/standalone.js" with { type: "file" };
-import { tidyOpenApi } from "./openapi-tidy.ts";
+import { tidyOpenApi, type RouteBody } from "./openapi-tidy.ts";
 
 export const DOCS_ASSET_PATH = "/docs/assets/scalar.js";
 const SPEC_PATH = "/docs/json";
@@ -29,7 +29,7 @@ const SCALAR = {
 
 export const docs = () => {
   const tidied = new WeakMap<object, Record<string, unknown>>(); // keyed by the plugin's cached document
-  return new Elysia()
+  const instance: Elysia = new Elysia()
     .get("/", ({ request }) =>
       (request.headers.get("accept") ?? "").includes("text/html")
         ? Response.redirect("/docs", 302)
@@ -39,7 +39,7 @@ export const docs = () => {
     .onAfterHandle(({ path, response }) => {
       if (path !== SPEC_PATH || typeof response !== "object" || response === null) return;
       let doc = tidied.get(response);
-      if (!doc) tidied.set(response, (doc = tidyOpenApi(response as Record<string, unknown>)));
+      if (!doc) tidied.set(response, (doc = tidyOpenApi(response as Record<string, unknown>, allRoutes(instance))));
       return doc;
     })
     .use(
@@ -67,5 +67,9 @@ export const docs = () => {
           },
         },
       }),
-    );
+    ) as never;
+  return instance;
 };
+
+/** every route of the app this instance is part of (what the OpenAPI plugin itself reads) */
+const allRoutes = (app: Elysia) => (app as unknown as { getGlobalRoutes(): RouteBody[] }).getGlobalRoutes();

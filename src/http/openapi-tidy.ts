@@ -3,15 +3,38 @@
  * - Elysia's integer/number schemas carry a string variant for query-string coercion
  *   (`anyOf: [{type: "string", format: "integer"}, {type: "integer"}]`); a docs UI then shows a JSON
  *   field such as embeddings' `dimensions` as "Any of string". Bodies are JSON: keep the number.
- * - Request bodies are documented as JSON only (form encodings are refused, not accepted).
+ * - Request bodies are documented as JSON only (form encodings are refused, not accepted). The
+ *   plugin leaves `content` empty for a route whose body parser is a function (reelay's one JSON
+ *   body reader, json-body.ts, parses every body), so each route's body schema is put back here.
  * - Validator messages (`error`) are not schema keywords; they stay out of the document.
  */
 type Json = Record<string, unknown>;
 
 const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
 
-export function tidyOpenApi<T>(doc: T): T {
-  return tidy(structuredClone(doc), false) as T;
+/** A route as Elysia lists it (`getGlobalRoutes()`): the body schema is a TypeBox (JSON) schema. */
+export interface RouteBody {
+  method: string;
+  path: string;
+  hooks?: { body?: unknown };
+}
+
+export function tidyOpenApi<T>(doc: T, routes: RouteBody[] = []): T {
+  const out = structuredClone(doc) as Json;
+  restoreJsonBodies(out, routes);
+  return tidy(out, false) as T;
+}
+
+function restoreJsonBodies(doc: Json, routes: RouteBody[]): void {
+  const paths = isObject(doc.paths) ? doc.paths : {};
+  for (const r of routes) {
+    if (!isObject(r.hooks?.body)) continue;
+    const op = (paths[r.path.replace(/:(\w+)/g, "{$1}")] as Json | undefined)?.[r.method.toLowerCase()];
+    const body = isObject(op) && isObject(op.requestBody) ? op.requestBody : null;
+    if (!body || (isObject(body.content) && Object.keys(body.content).length)) continue;
+    // TypeBox schemas are JSON Schema; the JSON round trip drops TypeBox's symbol keys
+    body.content = { "application/json": { schema: JSON.parse(JSON.stringify(r.hooks!.body)) } };
+  }
 }
 
 function tidy(node: unknown, underProperties: boolean): unknown {
