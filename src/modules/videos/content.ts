@@ -120,13 +120,13 @@ export const videoContentRoutes = (deps: AppDeps) =>
     // explicit: through the GET route, Elysia would answer HEAD with Content-Length 0
     .head("/videos/generations/:id/content", ({ principal, params, request }) => videoContent(deps, params.id, principal.accountId, request), {
       params: IdParams,
-      detail: { summary: "The download's headers (length, type, ETag) without the bytes", security: [{ bearer: [] }] },
+      detail: { summary: "Download headers of a job's MP4", description: "The download's headers (length, type, ETag) without the bytes", security: [{ bearer: [] }] },
     })
     .get("/videos/generations/:id/content", ({ principal, params, request }) => videoContent(deps, params.id, principal.accountId, request), {
       params: IdParams,
       detail: {
-        summary: "Download a completed job's MP4 (video/mp4; Range requests, ETag). 404/410 as polling; 409 while it is not completed.",
-        description: "Supports `Range: bytes=start-end` (one range; 206 with Content-Range, 416 when outside the file), `If-None-Match` (304) and `If-Range`. Use it as the `src` of a `<video>` (with the key in the Authorization header) to stream and seek.",
+        summary: "Download a job's MP4",
+        description: "The completed job's MP4 (video/mp4); 404/410 as polling, 409 while it is not completed. Supports `Range: bytes=start-end` (one range; 206 with Content-Range, 416 when outside the file), `If-None-Match` (304) and `If-Range`. Use it as the `src` of a `<video>` (with the key in the Authorization header) to stream and seek.",
         security: [{ bearer: [] }],
       },
       response: {

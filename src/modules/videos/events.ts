@@ -85,8 +85,8 @@ export const videoEventRoutes = (deps: AppDeps) =>
     }, {
       params: t.Object({ id: t.String({ maxLength: 64, error: "'id' must be a video job id." }) }),
       detail: {
-        summary: "Server-sent events of a job: status and progress as they change, ending with the final job object (no video bytes)",
-        description: "Events are named `video.generation.queued`, `.processing` (again each time `progress` moves), then one of `.completed`, `.failed`, `.cancelled`, after which the stream ends. Each `data` is the job as polling shows it, without `data[].b64_json`, plus `urls` (poll, events, content). The first event is the current state, so reconnecting is always safe. Works on any instance, whichever one runs the job.",
+        summary: "Stream a job's progress (SSE)",
+        description: "Server-sent events of the job's status and progress as they change, ending with the final job object (no video bytes). Events are named `video.generation.queued`, `.processing` (again each time `progress` moves), then one of `.completed`, `.failed`, `.cancelled`, after which the stream ends. Each `data` is the job as polling shows it, without `data[].b64_json`, plus `urls` (poll, events, content). The first event is the current state, so reconnecting is always safe. Works on any instance, whichever one runs the job.",
         security: [{ bearer: [] }],
       },
       response: { 200: t.Any({ description: "text/event-stream" }), 404: ErrorEnvelope, 410: ErrorEnvelope, ...authErrors },

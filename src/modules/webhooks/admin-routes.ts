@@ -26,7 +26,7 @@ export const webhookAdminRoutes = (deps: AppDeps) => {
       await getAccount(db, params.id);
       set.status = 201;
       return createEndpoint(kit, params.id, body);
-    }, { params: IdParams, body: CreateEndpointBody, detail: { summary: "Register a webhook endpoint for an account (its secret is in this answer only)", security }, response: { 201: EndpointView, ...errors } })
+    }, { params: IdParams, body: CreateEndpointBody, detail: { summary: "Register an account's webhook", description: "Register a webhook endpoint for an account (its secret is in this answer only)", security }, response: { 201: EndpointView, ...errors } })
     .get("/accounts/:id/webhooks", async ({ params }) => {
       await getAccount(db, params.id);
       return { object: "list" as const, data: (await listEndpoints(db, params.id)).map((e) => endpointView(e)) };
@@ -34,11 +34,11 @@ export const webhookAdminRoutes = (deps: AppDeps) => {
     .post("/accounts/:id/webhook-secret", async ({ params }) => {
       await getAccount(db, params.id);
       return rotateAccountSecret(kit, params.id);
-    }, { params: IdParams, detail: { summary: "Create or replace an account's secret for jobs' own webhook_url (shown once)", security }, response: { 200: AccountSecretView, ...errors } })
+    }, { params: IdParams, detail: { summary: "Create an account's webhook secret", description: "Create or replace an account's secret for jobs' own webhook_url (shown once)", security }, response: { 200: AccountSecretView, ...errors } })
     .get("/accounts/:id/webhook-deliveries", async ({ params, query }) => {
       await getAccount(db, params.id);
       return deliveryPage(await listDeliveries(db, { accountId: params.id, jobId: query.job_id, status: query.status, limit: query.limit ?? 20, after: query.after }));
-    }, { params: IdParams, query: DeliveryQuery, detail: { summary: "Every webhook delivery of an account, newest first", security }, response: { 200: DeliveryList, ...errors } })
+    }, { params: IdParams, query: DeliveryQuery, detail: { summary: "List an account's webhook deliveries", description: "Every webhook delivery of an account, newest first", security }, response: { 200: DeliveryList, ...errors } })
     .get("/webhooks/:id", async ({ params }) => {
       const row = await findEndpoint(db, params.id, null);
       if (!row) throw endpointNotFound(params.id);
@@ -48,11 +48,11 @@ export const webhookAdminRoutes = (deps: AppDeps) => {
       const row = await updateEndpoint(db, params.id, null, body);
       if (!row) throw endpointNotFound(params.id);
       return endpointView(row);
-    }, { params: IdParams, body: UpdateEndpointBody, detail: { summary: "Change a webhook endpoint, or enable it again", security }, response: { 200: EndpointView, ...errors } })
+    }, { params: IdParams, body: UpdateEndpointBody, detail: { summary: "Update a webhook endpoint", description: "Change a webhook endpoint, or enable it again", security }, response: { 200: EndpointView, ...errors } })
     .delete("/webhooks/:id", async ({ params }) => {
       if (!(await deleteEndpoint(db, params.id, null))) throw endpointNotFound(params.id);
       return { id: params.id, object: "webhook_endpoint" as const, deleted: true as const };
-    }, { params: IdParams, detail: { summary: "Delete a webhook endpoint and its delivery log", security }, response: { 200: DeletedView, ...errors } })
+    }, { params: IdParams, detail: { summary: "Delete a webhook endpoint", description: "Delete a webhook endpoint and its delivery log", security }, response: { 200: DeletedView, ...errors } })
     .get("/webhooks/:id/deliveries", async ({ params, query }) => {
       if (!(await findEndpoint(db, params.id, null))) throw endpointNotFound(params.id);
       return deliveryPage(await listDeliveries(db, { accountId: null, endpointId: params.id, jobId: query.job_id, status: query.status, limit: query.limit ?? 20, after: query.after }));
@@ -61,5 +61,5 @@ export const webhookAdminRoutes = (deps: AppDeps) => {
       const row = await replayDelivery(db, params.id, null, deps.config.webhooks.retryWindowMs);
       if (!row) throw deliveryNotFound(params.id);
       return deliveryView(row);
-    }, { params: IdParams, detail: { summary: "Send a webhook delivery again (same webhook-id and body)", security }, response: { 200: DeliveryView, ...errors } });
+    }, { params: IdParams, detail: { summary: "Replay a webhook delivery", description: "Send a webhook delivery again (same webhook-id and body)", security }, response: { 200: DeliveryView, ...errors } });
 };

@@ -48,28 +48,28 @@ export const webhookRoutes = (deps: AppDeps) => {
       {
         body: CreateEndpointBody,
         detail: {
-          summary: "Register a webhook endpoint; the answer carries its `whsec_…` signing secret, shown this once",
-          description: "reelay POSTs each event the endpoint subscribed to (default: completed, failed, cancelled) as JSON signed per Standard Webhooks (`webhook-id`, `webhook-timestamp`, `webhook-signature`). The body is an `EventPayload`. 2xx = delivered; 410 disables the endpoint; anything else is retried with exponential backoff for up to 24 h. The URL must resolve to a public address (checked now and at every delivery).",
+          summary: "Register a webhook endpoint",
+          description: "The answer carries its `whsec_…` signing secret, shown this once. reelay POSTs each event the endpoint subscribed to (default: completed, failed, cancelled) as JSON signed per Standard Webhooks (`webhook-id`, `webhook-timestamp`, `webhook-signature`). The body is an `EventPayload`. 2xx = delivered; 410 disables the endpoint; anything else is retried with exponential backoff for up to 24 h. The URL must resolve to a public address (checked now and at every delivery).",
           security,
         },
         response: { 201: EndpointView, ...errors },
       },
     )
     .get("", async ({ principal }) => ({ object: "list" as const, data: (await listEndpoints(db, principal.accountId)).map((e) => endpointView(e)) }), {
-      detail: { summary: "The account's webhook endpoints (never their secrets)", security },
+      detail: { summary: "List webhook endpoints", description: "The account's webhook endpoints (never their secrets)", security },
       response: { 200: EndpointList, ...authErrors },
     })
     .post("/secret", ({ principal }) => rotateAccountSecret(kit, principal.accountId), {
       detail: {
-        summary: "Create (or replace) the account's secret for jobs' own `webhook_url`, shown this once",
-        description: "A job submitted with `webhook_url` gets its events at that URL, signed with this secret. Calling again replaces it: deliveries from then on are signed with the new one.",
+        summary: "Create the account's webhook secret",
+        description: "Creates (or replaces) the account's secret for jobs' own `webhook_url`, shown this once. A job submitted with `webhook_url` gets its events at that URL, signed with this secret. Calling again replaces it: deliveries from then on are signed with the new one.",
         security,
       },
       response: { 200: AccountSecretView, ...errors },
     })
     .get("/deliveries", async ({ principal, query }) => deliveryPage(await listDeliveries(db, { accountId: principal.accountId, jobId: query.job_id, status: query.status, limit: query.limit ?? 20, after: query.after })), {
       query: DeliveryQuery,
-      detail: { summary: "Every delivery of the account (endpoints and jobs' own webhook_url), newest first", security },
+      detail: { summary: "List webhook deliveries", description: "Every delivery of the account (endpoints and jobs' own webhook_url), newest first", security },
       response: { 200: DeliveryList, ...errors },
     })
     .post("/deliveries/:id/replay", async ({ principal, params }) => {
@@ -78,7 +78,7 @@ export const webhookRoutes = (deps: AppDeps) => {
       return deliveryView(row);
     }, {
       params: IdParams,
-      detail: { summary: "Send a delivery again now (same webhook-id and body; its 24 h retry window restarts)", security },
+      detail: { summary: "Replay a webhook delivery", description: "Send a delivery again now (same webhook-id and body; its 24 h retry window restarts)", security },
       response: { 200: DeliveryView, ...errors },
     })
     .get("/:id", async ({ principal, params }) => {
@@ -93,20 +93,20 @@ export const webhookRoutes = (deps: AppDeps) => {
     }, {
       params: IdParams,
       body: UpdateEndpointBody,
-      detail: { summary: "Change an endpoint's events or description, or enable it again (after a 410 disabled it)", security },
+      detail: { summary: "Update a webhook endpoint", description: "Change an endpoint's events or description, or enable it again (after a 410 disabled it)", security },
       response: { 200: EndpointView, ...errors },
     })
     .delete("/:id", async ({ principal, params }) => {
       if (!(await deleteEndpoint(db, params.id, principal.accountId))) throw endpointNotFound(params.id);
       return { id: params.id, object: "webhook_endpoint" as const, deleted: true as const };
-    }, { params: IdParams, detail: { summary: "Delete an endpoint with its delivery log; nothing more is sent to it", security }, response: { 200: DeletedView, ...errors } })
+    }, { params: IdParams, detail: { summary: "Delete a webhook endpoint", description: "Delete an endpoint with its delivery log; nothing more is sent to it", security }, response: { 200: DeletedView, ...errors } })
     .get("/:id/deliveries", async ({ principal, params, query }) => {
       if (!(await findEndpoint(db, params.id, principal.accountId))) throw endpointNotFound(params.id);
       return deliveryPage(await listDeliveries(db, { accountId: principal.accountId, endpointId: params.id, jobId: query.job_id, status: query.status, limit: query.limit ?? 20, after: query.after }));
     }, {
       params: IdParams,
       query: DeliveryQuery,
-      detail: { summary: "An endpoint's delivery log: status, attempts, last response code and error, newest first", security },
+      detail: { summary: "List an endpoint's deliveries", description: "An endpoint's delivery log: status, attempts, last response code and error, newest first", security },
       response: { 200: DeliveryList, ...errors },
     });
 };
