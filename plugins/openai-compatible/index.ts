@@ -44,6 +44,8 @@ function requestHeaders(ctx: PluginContext, opts: OpenAICompatibleOptions): Reco
 
 function chat(ctx: PluginContext, opts: OpenAICompatibleOptions, headers: Record<string, string>, model: string, redact: Redact): ChatCapability {
   const url = `${opts.baseUrl}/chat/completions`;
+  const jsonHeaders = { ...headers, accept: "application/json" };
+  const sseHeaders = { ...headers, accept: "text/event-stream" };
   const maxBytes = opts.limits.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES.chat;
   return {
     async complete(body, { signal }) {
@@ -51,7 +53,7 @@ function chat(ctx: PluginContext, opts: OpenAICompatibleOptions, headers: Record
       try {
         // No connect / first-byte deadline here: a non-streamed upstream sends its headers only
         // when the whole completion is done, so only totalMs bounds the wait.
-        const res = await call.post(ctx, url, { ...body, model }, { ...headers, accept: "application/json" });
+        const res = await call.post(ctx, url, { ...body, model }, jsonHeaders);
         const completion = parseJson(redact(await readAll(call, res, maxBytes)), "completion");
         return { completion, usage: tokenUsage(completion?.usage) };
       } finally {
@@ -68,7 +70,7 @@ function chat(ctx: PluginContext, opts: OpenAICompatibleOptions, headers: Record
       };
       try {
         call.arm("connect");
-        const res = await call.post(ctx, url, { ...body, model, stream: true, stream_options }, { ...headers, accept: "text/event-stream" });
+        const res = await call.post(ctx, url, { ...body, model, stream: true, stream_options }, sseHeaders);
         const type = res.headers.get("content-type") ?? "";
         if (!type.startsWith("text/event-stream")) {
           throw new PluginError("malformed", `upstream answered a stream request with content-type ${JSON.stringify(type)}, not text/event-stream`);
@@ -113,10 +115,19 @@ function embeddings(ctx: PluginContext, opts: OpenAICompatibleOptions, headers: 
   };
 }
 
+/**
+ * An answer that declares a Content-Length up to this is read in one res.text() under one "idle"
+ * deadline: it cannot outgrow its declared length, and reading it through a JS stream reader costs
+ * ~8 µs more CPU per chat request (Bun materialises the body as a ReadableStream). 64 KB is far
+ * beyond a usual completion and arrives well within the 30 s idle deadline even from a slow server.
+ */
+const ONE_READ_BYTES = 64 * 1024;
+
 /** The whole answer as text, stopping at `maxBytes`: past it the upstream request is aborted and the call fails (502). */
 async function readAll(call: UpstreamCall, res: Response, maxBytes: number): Promise<string> {
   const declared = Number(res.headers.get("content-length") ?? 0);
   if (declared > maxBytes) throw tooLargeAnswer(maxBytes);
+  if (declared > 0 && declared <= ONE_READ_BYTES) return call.text(res);
   const decoder = new TextDecoder();
   const parts: string[] = [];
   let bytes = 0;

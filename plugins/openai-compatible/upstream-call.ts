@@ -12,17 +12,34 @@ import type { Redact } from "./redact.ts";
 const RETRY_BACKOFF_MS = [100, 300];
 
 type Phase = "connect" | "first byte" | "idle";
+/** what this code needs of a body reader (the DOM and Bun typings of getReader() disagree) */
+interface BodyReader {
+  read(): Promise<{ done: boolean; value?: Uint8Array }>;
+}
+
+/** The reason a finished call's request is aborted with: one shared object, no stack captured per call. */
+const FINISHED = new DOMException("upstream call finished", "AbortError");
 
 export class UpstreamCall {
   private readonly ac = new AbortController();
-  private phaseTimer: ReturnType<typeof setTimeout> | undefined;
-  private readonly totalTimer: ReturnType<typeof setTimeout>;
   private readonly onCallerAbort = () => this.ac.abort(this.caller.reason);
+  /**
+   * One timer for both deadlines (the total and the current phase's), set for the earlier one and
+   * re-checked when it fires: re-arming a phase per body chunk only moves a number, where a
+   * clearTimeout + setTimeout pair per chunk and per deadline cost ~1 µs each on the chat path.
+   */
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private timerAt = Infinity;
+  private readonly totalDeadline: number;
+  private phase: Phase | null = null;
+  private phaseMs = 0;
+  private phaseDeadline = Infinity;
   /** headers received: from here on nothing is retried */
   answered = false;
 
   constructor(private readonly caller: AbortSignal, private readonly timeouts: Timeouts, private readonly redact: Redact = (t) => t) {
-    this.totalTimer = setTimeout(() => this.timeout(`total (${timeouts.totalMs} ms)`), timeouts.totalMs);
+    this.totalDeadline = performance.now() + timeouts.totalMs;
+    this.schedule();
     if (caller.aborted) this.onCallerAbort();
     else caller.addEventListener("abort", this.onCallerAbort, { once: true });
   }
@@ -33,23 +50,44 @@ export class UpstreamCall {
 
   /** (Re)start the single phase deadline; each body chunk re-arms "idle". */
   arm(phase: Phase): void {
-    clearTimeout(this.phaseTimer);
-    const ms = phase === "connect" ? this.timeouts.connectMs : phase === "first byte" ? this.timeouts.firstByteMs : this.timeouts.idleMs;
-    this.phaseTimer = setTimeout(() => this.timeout(`${phase} (${ms} ms)`), ms);
+    this.phase = phase;
+    this.phaseMs = phase === "connect" ? this.timeouts.connectMs : phase === "first byte" ? this.timeouts.firstByteMs : this.timeouts.idleMs;
+    this.phaseDeadline = performance.now() + this.phaseMs;
+    this.schedule();
   }
 
   disarm(): void {
-    clearTimeout(this.phaseTimer);
-    this.phaseTimer = undefined;
+    this.phase = null;
+    this.phaseDeadline = Infinity;
   }
 
-  /** Clear every timer and listener; abort the upstream request if it is still open. */
+  /** Clear the timer and the listener; abort the upstream request if it is still open. */
   finish(): void {
     this.disarm();
-    clearTimeout(this.totalTimer);
+    clearTimeout(this.timer);
+    this.timer = undefined;
     this.caller.removeEventListener("abort", this.onCallerAbort);
-    if (!this.ac.signal.aborted) this.ac.abort(new Error("upstream call finished"));
+    if (!this.ac.signal.aborted) this.ac.abort(FINISHED);
   }
+
+  /** Make sure the timer fires no later than the earliest deadline (a later firing re-checks). */
+  private schedule(): void {
+    if (this.ac.signal.aborted) return;
+    const at = Math.min(this.totalDeadline, this.phaseDeadline);
+    if (this.timer !== undefined && this.timerAt <= at) return;
+    clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = setTimeout(this.onTimer, Math.max(0, at - performance.now()));
+  }
+
+  private readonly onTimer = () => {
+    this.timer = undefined;
+    this.timerAt = Infinity;
+    const now = performance.now();
+    if (now >= this.totalDeadline) return this.timeout(`total (${this.timeouts.totalMs} ms)`);
+    if (this.phase && now >= this.phaseDeadline) return this.timeout(`${this.phase} (${this.phaseMs} ms)`);
+    this.schedule();
+  };
 
   /** What to throw for an error from fetch or a body read. */
   failure(err: unknown): unknown {
@@ -84,27 +122,37 @@ export class UpstreamCall {
     }
   }
 
+  /** The whole body in one read, under one "idle" deadline. */
+  async text(res: Response): Promise<string> {
+    this.arm("idle");
+    try {
+      return await res.text();
+    } catch (err) {
+      throw this.failure(err);
+    } finally {
+      this.disarm();
+    }
+  }
+
+  /** One read of a body under the `phase` deadline; a read error becomes the call's failure. */
+  async read(reader: BodyReader, phase: Phase): Promise<{ done: boolean; value?: Uint8Array }> {
+    this.arm(phase);
+    try {
+      return await reader.read();
+    } catch (err) {
+      throw this.failure(err);
+    } finally {
+      this.disarm();
+    }
+  }
+
   /** Body chunks, with the `first` deadline before the first one and "idle" between the others. */
   async *chunks(res: Response, first: Phase): AsyncGenerator<Uint8Array> {
     if (!res.body) return;
     const reader = res.body.getReader();
-    let phase = first;
     try {
-      while (true) {
-        this.arm(phase);
-        let r: Awaited<ReturnType<typeof reader.read>>;
-        try {
-          r = await reader.read();
-        } catch (err) {
-          throw this.failure(err);
-        }
-        this.disarm();
-        if (r.done) return;
-        phase = "idle";
-        yield r.value;
-      }
+      for (let r = await this.read(reader, first); !r.done; r = await this.read(reader, "idle")) yield r.value!;
     } finally {
-      this.disarm();
       reader.cancel().catch(() => {});
     }
   }
