@@ -32,7 +32,7 @@ export const jsonBody = (rules: BodyRules) =>
         `Send the request body as JSON with the header 'Content-Type: application/json' (this request's Content-Type is ${contentType ? `'${printable(contentType)}'` : "missing"}).`,
         null, "invalid_content_type");
     }
-    const bytes = await readCapped(request.body, rules.maxBytes);
+    const bytes = await readBody(request, rules.maxBytes);
     if (bytes.byteLength === 0) throw emptyBody();
     return parseJsonBody(bytes);
   });
@@ -42,6 +42,18 @@ const emptyBody = () => badRequest("The request body is empty: send a JSON objec
 function isJsonType(contentType: string): boolean {
   const type = contentType.trim().toLowerCase();
   return type === "application/json" || type.endsWith("+json");
+}
+
+/**
+ * A body that declares its Content-Length (within the limit: a larger one was refused in
+ * onRequest) is read in one arrayBuffer(): it cannot outgrow its declared length, and reading it
+ * through a JS stream reader cost ~9 µs more CPU per request (Bun materialises it as a
+ * ReadableStream). Chunked uploads, whose size is unknown, are counted as they arrive.
+ */
+async function readBody(request: Request, maxBytes: number): Promise<Uint8Array> {
+  const declared = Number(request.headers.get("content-length"));
+  if (declared > 0 && declared <= maxBytes) return new Uint8Array(await request.arrayBuffer());
+  return readCapped(request.body!, maxBytes);
 }
 
 /** The body's bytes, stopping (and cancelling the upload) as soon as they exceed `maxBytes`. */
