@@ -129,57 +129,62 @@ async function main() {
     const modelsFile = join(dir, "models.json");
     writeFileSync(modelsFile, JSON.stringify({ builtins: false, models: [{ id: "bench-chat", plugin: "openai-compatible", options: { baseUrl: up.url + "/v1", upstreamModel: "bench-upstream" }, pricing: { inputPerMillion: 150_000, outputPerMillion: 600_000 }, maxOutputTokens: 256 }] }));
     const env = { DATABASE_URL: databaseUrl, REELAY_MODELS_FILE: modelsFile };
-    const reelays: Record<string, Server> = {};
-    for (const limiter of limiters) {
-      if (limiter === "redis") redis = await startThrowawayRedis();
-      // one after the other: two processes migrating one fresh database at once would race
-      reelays[limiter] = await spawnReelay(`reelay-${limiter}`, limiter === "redis" ? { ...env, REDIS_URL: redis!.url } : env, profileDir);
-      started.push(reelays[limiter]!);
-    }
-    const keys = await createKeys(Object.values(reelays)[0]!.url, 128);
-
-    const rows: Array<Array<string | number>> = [];
-    const results: Record<string, Load> = {};
     const path = "/v1/chat/completions";
-    for (const conns of connsList) {
-      const targets: Array<{ name: string; server: Server; keys: string[] }> = [
-        { name: "direct (upstream)", server: up, keys: [keys[0]!] },
-        { name: "minimal proxy", server: px, keys: [keys[0]!] },
-      ];
-      for (const limiter of limiters) {
-        targets.push({ name: `reelay ${limiter}, 128 accounts`, server: reelays[limiter]!, keys });
-        targets.push({ name: `reelay ${limiter}, 1 account`, server: reelays[limiter]!, keys: [keys[0]!] });
-      }
-      for (const tg of targets) {
-        await load(tg.server.url + path, tg.server.pid, conns, 1, tg.keys); // warm-up
-        const r = await load(tg.server.url + path, tg.server.pid, conns, seconds, tg.keys);
-        results[`${tg.name}@${conns}`] = r;
-        const base = results[`minimal proxy@${conns}`]!;
-        const isReelay = tg.name.startsWith("reelay");
-        rows.push([conns, tg.name, Math.round(r.rps), r.p50, r.p99, r.errors, Math.round(r.cpuUsPerReq),
-          isReelay ? pct((100 * r.rps) / base.rps) : "", isReelay ? `${plus(r.p50 - base.p50)} / ${plus(r.p99 - base.p99)}` : ""]);
-      }
-    }
-    console.log(`\nnon-streamed POST ${path} (wrk, ${seconds} s per row${stubBilling ? "; BILLING STUBBED" : ""})\n`);
-    console.log(table(["conns", "target", "req/s", "p50 ms", "p99 ms", "errors", "server CPU µs/req", "÷ proxy req/s", "− proxy p50 / p99 ms"], rows));
-
+    const rows: Array<Array<string | number>> = [];
+    /** each reelay row keeps the proxy row it is compared with (`base`) */
+    const results: Record<string, Load & { base?: Load }> = {};
     const streamRows: Array<Array<string | number>> = [];
     const ttfbs: Record<string, { n: number; p50: number; p99: number; cpuUsPerStream: number }> = {};
-    const streamTargets = [{ name: "direct (upstream)", server: up }, { name: "minimal proxy", server: px }, ...limiters.map((l) => ({ name: `reelay ${l}`, server: reelays[l]! }))];
-    for (const tg of streamTargets) {
-      const r = (ttfbs[tg.name] = await ttfb(tg.server.url + path, tg.server.pid, keys.slice(0, 32)));
-      const d = ttfbs["direct (upstream)"]!, base = ttfbs["minimal proxy"]!;
-      const isReelay = tg.name.startsWith("reelay");
-      streamRows.push([tg.name, r.n, r.p50, r.p99, Math.round(r.cpuUsPerStream), isReelay ? `${plus(r.p50 - d.p50)} / ${plus(r.p99 - d.p99)}` : "", isReelay ? `${plus(r.p50 - base.p50)} / ${plus(r.p99 - base.p99)}` : ""]);
+    let keys: string[] = [];
+
+    /** One load row; reelay rows are compared with the proxy row measured just before them. */
+    const row = async (name: string, server: Server, conns: number, rowKeys: string[]) => {
+      await load(server.url + path, server.pid, conns, name.startsWith("reelay") ? 2 : 1, rowKeys); // warm-up (reelay: leases taken)
+      const base = results[`minimal proxy@${conns}`]!;
+      const r = (results[`${name}@${conns}`] = { ...(await load(server.url + path, server.pid, conns, seconds, rowKeys)), base });
+      const isReelay = name.startsWith("reelay");
+      rows.push([conns, name, Math.round(r.rps), r.p50, r.p99, r.errors, Math.round(r.cpuUsPerReq),
+        isReelay ? pct((100 * r.rps) / base.rps) : "", isReelay ? `${plus(r.p50 - base.p50)} / ${plus(r.p99 - base.p99)}` : ""]);
+    };
+    const streamRow = async (name: string, server: Server) => {
+      const r = (ttfbs[name] = await ttfb(server.url + path, server.pid, keys.slice(0, 32)));
+      const d = ttfbs["direct (upstream)"], base = ttfbs["minimal proxy"];
+      const isReelay = name.startsWith("reelay");
+      streamRows.push([name, r.n, r.p50, r.p99, Math.round(r.cpuUsPerStream), isReelay && d ? `${plus(r.p50 - d.p50)} / ${plus(r.p99 - d.p99)}` : "", isReelay && base ? `${plus(r.p50 - base.p50)} / ${plus(r.p99 - base.p99)}` : ""]);
+    };
+
+    // One reelay at a time (a process per limiter, the same database and accounts): two instances
+    // serving the same accounts at once would measure the sharing of credit leases, not one instance.
+    for (const limiter of limiters) {
+      if (limiter === "redis") redis = await startThrowawayRedis();
+      const reelay = await spawnReelay(`reelay-${limiter}`, limiter === "redis" ? { ...env, REDIS_URL: redis!.url } : env, profileDir);
+      started.push(reelay);
+      if (!keys.length) {
+        keys = await createKeys(reelay.url, 128);
+        await streamRow("direct (upstream)", up);
+        await streamRow("minimal proxy", px);
+      }
+      for (const conns of connsList) {
+        if (!results[`direct (upstream)@${conns}`]) await row("direct (upstream)", up, conns, [keys[0]!]);
+        await row("minimal proxy", px, conns, [keys[0]!]);
+        await row(`reelay ${limiter}, 128 accounts`, reelay, conns, keys);
+        await row(`reelay ${limiter}, 1 account`, reelay, conns, [keys[0]!]);
+      }
+      await streamRow(`reelay ${limiter}`, reelay);
+      await reelay.stop(); // SIGTERM: its credit leases go back before the next one starts
+      started.splice(started.indexOf(reelay), 1);
     }
+    rows.sort((a, b) => Number(a[0]) - Number(b[0]));
+    console.log(`\nnon-streamed POST ${path} (wrk, ${seconds} s per row${stubBilling ? "; BILLING STUBBED" : ""}; reelay rows compared with the proxy row just before them)\n`);
+    console.log(table(["conns", "target", "req/s", "p50 ms", "p99 ms", "errors", "server CPU µs/req", "÷ proxy req/s", "− proxy p50 / p99 ms"], rows));
     console.log("\nstreamed: time to first byte, 32 concurrent streams (a Bun client process; 32 accounts). A closed loop: each client\nstarts its next stream when one ends, so a busy server's first byte also waits behind the CPU of the streams before it.\n");
     console.log(table(["target", "streams", "p50 ms", "p99 ms", "server CPU µs/stream", "− direct p50 / p99 ms", "− proxy p50 / p99 ms"], streamRows));
 
     const targetRows: Array<Array<string>> = [];
     const check = (what: string, goal: string, value: string, ok: boolean) => targetRows.push([what, goal, value, ok ? "met" : "MISSED"]);
     for (const limiter of limiters) {
-      const base = results["minimal proxy@32"];
       const many = results[`reelay ${limiter}, 128 accounts@32`], one = results[`reelay ${limiter}, 1 account@32`];
+      const base = many?.base;
       if (!base || !many || !one) continue;
       check(`${limiter}: req/s, 128 accounts, 32 conns`, "≥ 50% of proxy", pct((100 * many.rps) / base.rps), many.rps >= 0.5 * base.rps);
       check(`${limiter}: req/s, 1 account, 32 conns`, "≥ 40% of proxy", pct((100 * one.rps) / base.rps), one.rps >= 0.4 * base.rps);
