@@ -50,9 +50,18 @@ describe("prompt estimates for holds", () => {
 
   test("the budget is shared by all texts of one request", () => {
     const count = tokenEstimator(EXACT_ESTIMATE_BYTES);
-    const piece = "hello ".repeat(1000); // 6000 bytes
-    const exact = countTextTokens(piece);
-    expect([count(piece), count(piece)]).toEqual([exact, exact]);
-    expect(count(piece)).toBe(6000); // 18,000 bytes > 16 KiB: bytes from here on
+    const [a, b, c] = ["hello ", "world ", "again "].map((w) => w.repeat(1000)); // 6000 bytes each
+    expect([count(a), count(b)]).toEqual([countTextTokens(a), countTextTokens(b)]);
+    expect(count(c)).toBe(6000); // 18,000 bytes > 16 KiB: bytes from here on
+  });
+
+  test("a long text counted before (a resent system prompt or history) is exact again without using the budget", () => {
+    const history = "We spoke about trains to Porto. ".repeat(200); // 6400 bytes
+    const exact = countTextTokens(history);
+    expect(tokenEstimator(EXACT_ESTIMATE_BYTES)(history)).toBe(exact); // counted once, remembered
+    const count = tokenEstimator(7000);
+    expect(count(history)).toBe(exact); // remembered: no budget used
+    const other = "Then about buses to Faro. ".repeat(200); // 5200 bytes, fits the untouched budget
+    expect(count(other)).toBe(countTextTokens(other));
   });
 });
