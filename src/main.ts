@@ -42,9 +42,12 @@ async function main(argv: string[]): Promise<number> {
     const onSignal = (sig: string) => {
       if (++signals > 1) process.exit(1);
       logger.info({ signal: sig }, "signal received");
-      running.stop().then(() => process.exit(0), (e) => {
+      // exit once the last lines are written: a line whose asynchronous write is still in flight
+      // at exit is lost (pino's exit hook writes only the lines queued behind it)
+      const exit = (code: number) => logger.flush(() => process.exit(code));
+      running.stop().then(() => exit(0), (e) => {
         logger.error({ err: e }, "shutdown failed");
-        process.exit(1);
+        exit(1);
       });
     };
     process.on("SIGTERM", () => onSignal("SIGTERM"));
