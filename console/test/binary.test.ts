@@ -4,7 +4,7 @@
  * operator and draws the overview, and no request goes anywhere but the binary's own port.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { copyFileSync, mkdtempSync } from "node:fs";
+import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { compiledBinary, freePort, waitForOk } from "../../test/support/harness.ts";
@@ -13,9 +13,10 @@ import { launchBrowser, see, shot, watch } from "./browser.ts";
 const ADMIN = "console-binary-admin-token-01";
 let proc: ReturnType<typeof Bun.spawn>;
 let url: string;
+let dir = "";
 
 beforeAll(async () => {
-  const dir = mkdtempSync(join(tmpdir(), "reelay-console-bin-"));
+  dir = mkdtempSync(join(tmpdir(), "reelay-console-bin-"));
   const bin = join(dir, "reelay");
   copyFileSync(compiledBinary(), bin);
   Bun.spawnSync(["chmod", "+x", bin]);
@@ -28,6 +29,7 @@ beforeAll(async () => {
 afterAll(async () => {
   proc?.kill("SIGTERM");
   await proc?.exited;
+  rmSync(dir, { recursive: true, force: true }); // a 200 MB copy of the binary per run
 });
 
 test("page and assets come from the binary, compressed, under a same-origin-only CSP", async () => {

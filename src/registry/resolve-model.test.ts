@@ -4,7 +4,7 @@
  * seen through the official OpenAI SDK, on every model route.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
@@ -12,17 +12,20 @@ import { startFakeOpenAI, type FakeOpenAI } from "../../test/fakes/openai-upstre
 import { startTestServer, type TestServer } from "../../test/support/harness.ts";
 
 let fake: FakeOpenAI;
+let dir = "";
 let s: TestServer;
 const IMG = Buffer.from("89504e470d0a1a0a0000000d4948445200000001000000010806000000", "hex").toString("base64");
 
 beforeAll(async () => {
   fake = await startFakeOpenAI();
-  const file = join(mkdtempSync(join(tmpdir(), "reelay-resolve-")), "models.json");
+  dir = mkdtempSync(join(tmpdir(), "reelay-resolve-"));
+  const file = join(dir, "models.json");
   // built-ins kept (use-lite, preview-motion) beside two chat models
   writeFileSync(file, JSON.stringify({ models: ["chat-a", "chat-b"].map((id) => ({ id, plugin: "openai-compatible", options: { baseUrl: fake.url }, pricing: { inputPerMillion: 1, outputPerMillion: 1 } })) }));
   s = await startTestServer({ REELAY_MODELS_FILE: file });
 }, 60_000);
 afterAll(async () => {
+  rmSync(dir, { recursive: true, force: true });
   await s?.close();
   await fake?.stop();
 });

@@ -4,7 +4,7 @@
  * no node_modules and no sources, so the plugin can only work if it imports nothing at run time.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildEchoPlugin } from "../../examples/echo-plugin/build.ts";
@@ -30,6 +30,7 @@ afterAll(async () => {
     p.kill("SIGTERM");
     await p.exited;
   }
+  rmSync(root, { recursive: true, force: true }); // a 200 MB copy of the binary per run
 });
 
 async function serve(name: string, extraEnv: Record<string, string>) {

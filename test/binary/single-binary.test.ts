@@ -5,7 +5,7 @@
  * gracefully on SIGTERM.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
@@ -22,6 +22,8 @@ beforeAll(() => {
   mkdirSync(join(dir, "tmp"));
   Bun.spawnSync(["chmod", "+x", bin]);
 }, 300_000);
+// a 200 MB copy of the binary per run: left behind, 80 runs filled the machine's disk
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const env = (port: number) => ({ PATH: "/usr/bin:/bin", HOME: dir, TMPDIR: join(dir, "tmp"), PORT: String(port), REELAY_ADMIN_TOKEN: ADMIN, REELAY_LOG_FORMAT: "json" });
 

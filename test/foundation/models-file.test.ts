@@ -3,7 +3,7 @@
  * `builtins: false`, and boot logs every served model with its plugin and prices in USD.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ConfigError, parseModelsFile } from "../../src/config.ts";
@@ -23,7 +23,10 @@ function modelsFile(name: string, doc: unknown): string {
   return file;
 }
 beforeAll(async () => { fake = await startFakeOpenAI(); });
-afterAll(() => fake?.stop());
+afterAll(async () => {
+  await fake?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
 
 async function servedIds(env: Record<string, string>) {
   const s = await startTestServer(env);

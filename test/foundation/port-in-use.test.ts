@@ -3,7 +3,7 @@
  * message naming the port (it used to fail ~6 s in, after migrations and model loading).
  */
 import { afterAll, expect, test } from "bun:test";
-import { existsSync, mkdtempSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -12,7 +12,8 @@ const squatter = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Re
 afterAll(() => squatter.stop(true));
 
 test("port in use: exit 1 naming the port, before any database or model work", async () => {
-  const dataDir = join(mkdtempSync(join(tmpdir(), "reelay-port-")), "data");
+  const dir = mkdtempSync(join(tmpdir(), "reelay-port-"));
+  const dataDir = join(dir, "data");
   const proc = Bun.spawn(["bun", "src/main.ts", "serve"], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", HOST: "127.0.0.1", PORT: String(squatter.port), REELAY_DATA_DIR: dataDir, REELAY_LOG_FORMAT: "json", REELAY_PLUGINS_DIR: "/nonexistent-reelay-plugins" },
@@ -27,4 +28,5 @@ test("port in use: exit 1 naming the port, before any database or model work", a
   expect(out).not.toContain("migrations applied");
   expect(out).not.toContain("model served");
   expect(await (await fetch(`http://127.0.0.1:${squatter.port}/`)).text()).toBe("someone else");
+  rmSync(dir, { recursive: true, force: true });
 }, 30_000);

@@ -3,6 +3,7 @@
  * local server's `test` database), the real app served on a random port, and helpers to create
  * funded accounts and keys through the admin API, as an operator would.
  */
+import { rmSync } from "node:fs";
 import postgres from "postgres";
 import { createApp } from "../../src/app.ts";
 import { startServer, type Running } from "../../src/boot.ts";
@@ -85,6 +86,7 @@ export async function startTestServer(env: Record<string, string | undefined> = 
     async close() {
       await running.stop();
       if (databaseUrl) await dropDatabase(databaseUrl);
+      if (dataDir) rmSync(dataDir, { recursive: true, force: true }); // ~40 MB of PGlite per server
     },
   };
 }
