@@ -6,7 +6,7 @@
  *   bun bench/embeddings-direct.ts [secondsPerSize=4]
  */
 import { loadavg } from "node:os";
-import { loadUseLiteEncoder } from "../plugins/local-embeddings/index.ts";
+import { loadUseLiteEncoder } from "../plugins/local-embeddings/use-lite-encoder.ts";
 
 const secondsPerSize = Number(process.argv[2] ?? 4);
 const BATCH_SIZES = [1, 8, 32, 64];

@@ -16,7 +16,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import { loadVocabularySync } from "../plugins/local-embeddings/load-model.ts";
+import { loadVocabularySync } from "../plugins/local-embeddings/vocabulary.ts";
 import { SentencePieceTokenizer } from "../plugins/local-embeddings/tokenizer.ts";
 import { InferencePool } from "../plugins/local-embeddings/worker-pool.ts";
 import { ADMIN_TOKEN, compiledBinary, createTestDatabase, dropDatabase, freePort } from "../test/support/harness.ts";

@@ -7,8 +7,6 @@
  */
 import type { Server } from "bun";
 import { createApp } from "./app.ts";
-import { randomId } from "./billing/ids.ts";
-import { lastResortResponse } from "./http/error-handler.ts";
 import { KeyAuthenticator } from "./auth/authenticate-key.ts";
 import { every, type BackgroundTask } from "./background.ts";
 import { sweepExpiredHolds } from "./billing/index.ts";
@@ -27,9 +25,9 @@ import { noOps, type OpsParts } from "./ops/hooks.ts";
 import { createOps, type Ops } from "./ops/index.ts";
 import { videoBackgroundTasks } from "./modules/videos/index.ts";
 import { startupGate } from "./modules/health/startup-gate.ts";
-import { assertPortFree } from "./net/assert-port-free.ts";
 import { webhookBackgroundTasks } from "./modules/webhooks/index.ts";
 import { createJobWatcher } from "./modules/videos/job-watcher.ts";
+import { listen, type Listener } from "./listen.ts";
 
 export interface Running {
   deps: AppDeps;
@@ -100,28 +98,25 @@ export async function buildModels(config: Config, logger: Logger): Promise<Model
   return registry;
 }
 
-export async function startServer(config: Config, opts: { logger?: Logger; listen?: boolean } = {}): Promise<Running> {
+/**
+ * The whole server. `listener`: a socket the caller already opened (main.ts listens before it
+ * imports this module); otherwise it is opened here first, unless `listen` is false (tests that
+ * only need the app and the background tasks).
+ */
+export async function startServer(config: Config, opts: { logger?: Logger; listen?: boolean; listener?: Listener } = {}): Promise<Running> {
   const logger = opts.logger ?? createLogger(config);
-  if (opts.listen !== false) assertPortFree(config.host, config.port); // a clear message, before plugins and models
-  const registry = await buildModels(config, logger);
   // Listen before anything slow: liveness probes and clients reach the process at once, requests
   // wait at the gate until the app exists (startup-gate.ts).
-  const gate = startupGate(config.loadWaitMs);
-  let server: Server<unknown> | null = null;
-  if (opts.listen !== false) {
-    server = Bun.serve({
-      hostname: config.host,
-      port: config.port,
-      // No limit here: Bun's own answer to an oversized body is a bare 413 with no envelope, id or
-      // log line. createApp refuses a declared Content-Length over the limit before reading, and
-      // counts every other body as it arrives (src/http/json-body.ts).
-      maxRequestBodySize: Number.MAX_SAFE_INTEGER,
-      idleTimeout: 255,
-      development: false,
-      fetch: gate.fetch,
-      error: (err) => lastResortResponse(err, logger, randomId("req", 16)),
-    });
-    logger.info({ url: server.url.href, pid: process.pid, models: registry.list().map((m) => m.id) }, "reelay listening");
+  const listener = opts.listener ?? (opts.listen !== false ? listen(config, logger) : null);
+  const gate = listener?.gate ?? startupGate(config.loadWaitMs);
+  const server = listener?.server ?? null;
+  let registry: ModelRegistry;
+  try {
+    registry = await buildModels(config, logger);
+  } catch (e) {
+    gate.fail(e);
+    await server?.stop(true);
+    throw e;
   }
   let ops: Ops | undefined;
   let deps: AppDeps;
@@ -143,7 +138,7 @@ export async function startServer(config: Config, opts: { logger?: Logger; liste
   }, (e) => logger.error({ err: e }, "hold sweeper failed")), ...videoBackgroundTasks(deps), ...webhookBackgroundTasks(deps)];
   for (const t of tasks) t.start();
   deps.registry.preload(config.preloadModels);
-  logger.info({ database: deps.database.kind, models: deps.registry.list().map((m) => m.id), preload: config.preloadModels }, "reelay ready");
+  logger.info({ url: server?.url.href, database: deps.database.kind, models: deps.registry.list().map((m) => m.id), preload: config.preloadModels }, "reelay ready");
 
   let stopping: Promise<void> | null = null;
   const stop = () =>

@@ -2,14 +2,19 @@
 /**
  * The reelay program: `reelay serve` (default) runs the API; other subcommands administer the
  * database with the same configuration (see `reelay help`).
+ *
+ * Only the config, logger and listener modules are imported up front: `serve` opens its port and
+ * then imports the rest (boot.ts: the app, database drivers, plugins), so /healthz answers while
+ * that is evaluated and the database opens.
  */
-import { startServer, openAndMigrate } from "./boot.ts";
-import { COMMANDS, runCommand, UsageError } from "./cli/commands.ts";
 import { ConfigError, loadConfig } from "./config.ts";
 import { ApiError } from "./errors.ts";
+import { listen } from "./listen.ts";
 import { createLogger } from "./logger.ts";
 
-const HELP = `reelay — image-to-video, chat and embeddings API with credit billing
+const help = async () => {
+  const { COMMANDS } = await import("./cli/commands.ts");
+  return `reelay — image-to-video, chat and embeddings API with credit billing
 
 usage: reelay [command]
 
@@ -20,11 +25,12 @@ ${Object.values(COMMANDS).map((c) => "  " + c.usage).join("\n")}
   help                  this text
 
 Money is in integer micro-dollars (1 USD = 1000000). Configuration: environment variables (see README).`;
+};
 
 async function main(argv: string[]): Promise<number> {
   const command = argv[0] ?? "serve";
   if (command === "help" || command === "--help" || command === "-h") {
-    console.log(HELP);
+    console.log(await help());
     return 0;
   }
   const config = loadConfig();
@@ -37,7 +43,9 @@ async function main(argv: string[]): Promise<number> {
   }
   if (command === "serve") {
     const logger = createLogger(config);
-    const running = await startServer(config, { logger });
+    const listener = listen(config, logger);
+    const { startServer } = await import("./boot.ts");
+    const running = await startServer(config, { logger, listener });
     let signals = 0;
     const onSignal = (sig: string) => {
       if (++signals > 1) process.exit(1);
@@ -56,11 +64,13 @@ async function main(argv: string[]): Promise<number> {
   }
   const logger = createLogger({ ...config, logLevel: "warn", logPretty: false }, process.stderr);
   if (command === "migrate") {
+    const { openAndMigrate } = await import("./boot.ts");
     const database = await openAndMigrate({ ...config }, createLogger(config));
     await database.close();
     console.log(JSON.stringify({ migrated: true, database: config.databaseUrl ? "postgres" : "pglite" }));
     return 0;
   }
+  const { runCommand } = await import("./cli/commands.ts");
   return runCommand(config, logger, argv);
 }
 
@@ -68,11 +78,12 @@ main(process.argv.slice(2)).then(
   (code) => {
     if (code >= 0) process.exit(code);
   },
-  (e) => {
-    if (e instanceof UsageError) console.error(`reelay: ${e.message}\n\n${HELP}`);
+  async (e) => {
+    const usage = (e as Error)?.name === "UsageError";
+    if (usage) console.error(`reelay: ${e.message}\n\n${await help()}`);
     else if (e instanceof ConfigError) console.error(`reelay: ${e.message}`);
     else if (e instanceof ApiError) console.error(`reelay: ${e.message}`);
     else console.error(`reelay: ${(e as Error)?.message ?? e}`);
-    process.exit(e instanceof UsageError ? 2 : 1);
+    process.exit(usage ? 2 : 1);
   },
 );

@@ -19,14 +19,12 @@
  */
 import { PLUGIN_API_VERSION, PluginError, type EmbeddingsCapability, type ModelInstance, type PluginContext, type ReelayPlugin } from "../../src/plugin-sdk/index.ts";
 import { MicroBatcher } from "./micro-batcher.ts";
-import { loadUseLiteEncoder } from "./use-lite-encoder.ts";
-import { loadVocabularySync } from "./load-model.ts";
+import { loadVocabularySync } from "./vocabulary.ts";
 import { parseOptions, problemsWithOptions, type LocalEmbeddingsOptions } from "./options.ts";
 import { SentencePieceTokenizer } from "./tokenizer.ts";
 import { InferencePool } from "./worker-pool.ts";
 import { ThroughputMeter } from "./throughput-meter.ts";
 
-export { loadUseLiteEncoder, UseLiteEncoder, USE_LITE_DIMENSIONS } from "./use-lite-encoder.ts";
 export { MicroBatcher } from "./micro-batcher.ts";
 
 /** the graph's ClipToMaxLength: tokens past this do not change the vector (measured: cosine 1.000000) */
@@ -143,6 +141,8 @@ async function workerEngine(options: LocalEmbeddingsOptions): Promise<Engine> {
 }
 
 async function inProcessEngine(options: LocalEmbeddingsOptions): Promise<Engine> {
+  // TF.js is imported only here (workers: 0); with workers the main thread never evaluates it
+  const { loadUseLiteEncoder } = await import("./use-lite-encoder.ts");
   const encoder = await loadUseLiteEncoder({ modelDir: options.modelDir, backend: options.backend });
   await encoder.embedTokens(warmUpBatch(options));
   return { backend: encoder.backend, embed: (b) => encoder.embedTokens(b), close: () => encoder.dispose() };

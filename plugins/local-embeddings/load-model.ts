@@ -1,6 +1,5 @@
 import * as tf from "@tensorflow/tfjs-core";
 import { loadGraphModel, type GraphModel } from "@tensorflow/tfjs-converter";
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { embeddedModelFiles, type ModelFiles } from "./embedded-assets.ts";
 import type { Vocabulary } from "./tokenizer.ts";
@@ -65,9 +64,4 @@ export async function loadModelAndVocabulary(files: ModelFiles): Promise<{ model
     Bun.file(files.vocabJson).json() as Promise<Vocabulary>,
   ]);
   return { model, vocabulary };
-}
-
-/** only the vocabulary (the main thread tokenizes; workers hold the model): vocab.json of `modelDir`, else the embedded one */
-export function loadVocabularySync(modelDir?: string): Vocabulary {
-  return JSON.parse(readFileSync(modelDir ? join(modelDir, "vocab.json") : embeddedModelFiles.vocabJson, "utf8")) as Vocabulary;
 }

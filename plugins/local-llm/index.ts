@@ -17,10 +17,9 @@ import {
 } from "../../src/plugin-sdk/index.ts";
 import { parseChatRequest, type ChatParams } from "./chat-request.ts";
 import { generate, type FinishReason, type GenerationStats } from "./generate.ts";
-import { loadModelFile, sharedLlama } from "./load-llama.ts";
 import { chunkEvent, completionObject, DONE_EVENT, newAnswer, usageEvent, usageOf } from "./openai-shapes.ts";
 import { parseOptions, validateOptions, type LocalLlmOptions } from "./options.ts";
-import { promptRenderer, type Prompt, type PromptRenderer } from "./prompt.ts";
+import type { Prompt, PromptRenderer } from "./prompt.ts";
 import { SequencePool } from "./sequence-pool.ts";
 
 export { validateOptions } from "./options.ts";
@@ -96,6 +95,9 @@ interface Loaded {
 
 async function loadModel(ctx: PluginContext, opts: LocalLlmOptions): Promise<Loaded> {
   const started = performance.now();
+  // node-llama-cpp is imported here, not at the top: evaluating it took 133 ms and 11 MB at start
+  // (bench/foundation.ts), which a server that never gets a chat request should not pay
+  const [{ loadModelFile, sharedLlama }, { promptRenderer }] = await Promise.all([import("./load-llama.ts"), import("./prompt.ts")]);
   const llama = await sharedLlama((level, msg) => ctx.logger[level](`llama.cpp: ${msg}`));
   const model = await loadModelFile(llama, opts.modelPath);
   try {

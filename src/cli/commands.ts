@@ -14,7 +14,10 @@ import * as svc from "../modules/accounts/service.ts";
 import { USAGE_COMMANDS } from "./usage-commands.ts";
 import { WEBHOOK_COMMANDS } from "./webhook-commands.ts";
 
-export class UsageError extends Error {}
+/** a mistake in the command line (exit 2 and the usage); main.ts recognises it by name, without importing this module */
+export class UsageError extends Error {
+  override name = "UsageError";
+}
 
 export type Command = (db: Db, args: string[], config: Config) => Promise<unknown>;
 

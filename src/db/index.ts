@@ -12,7 +12,7 @@ import postgres from "postgres";
 import * as schema from "./schema/index.ts";
 import { pgliteAssets } from "./embedded-assets.ts";
 import { MIGRATIONS, splitStatements } from "./migrations.ts";
-import { embeddedSeed } from "./pglite-seed.ts";
+import { embeddedSeed, unpackSeed } from "./pglite-seed.ts";
 
 export type Db = ReturnType<typeof drizzlePostgres<typeof schema>>;
 /** a Db or a transaction on it: every query function takes one of these first */
@@ -56,6 +56,7 @@ export async function openDatabase(opts: { databaseUrl: string | null; dataDir: 
     compile(pgliteAssets.pgliteWasm),
     // initdb runs only for a fresh data dir without the embedded seed (under `bun run`)
     fresh && !seed ? compile(pgliteAssets.initdbWasm) : undefined,
+    seed ? unpackSeed(seed, opts.dataDir) : undefined,
   ]);
   const fsBundle = Bun.file(pgliteAssets.pgliteData);
   const client = await PGlite.create({
@@ -63,7 +64,6 @@ export async function openDatabase(opts: { databaseUrl: string | null; dataDir: 
     pgliteWasmModule,
     initdbWasmModule,
     fsBundle,
-    loadDataDir: seed ?? undefined,
     startParams: [...PGlite.defaultStartParams, ...PGLITE_SETTINGS],
   });
   const db = drizzlePglite(client, { schema }) as unknown as Db;
