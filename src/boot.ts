@@ -28,6 +28,7 @@ import { startupGate } from "./modules/health/startup-gate.ts";
 import { webhookBackgroundTasks } from "./modules/webhooks/index.ts";
 import { createJobWatcher } from "./modules/videos/job-watcher.ts";
 import { listen, type Listener } from "./listen.ts";
+import { warmTokenCounter } from "./text/tokens.ts";
 
 export interface Running {
   deps: AppDeps;
@@ -92,6 +93,7 @@ export async function buildModels(config: Config, logger: Logger): Promise<Model
     waitMs: config.loadWaitMs,
     retryAfterMs: 10_000,
     idleUnloadMs: config.modelIdleMs,
+    warmHostTokenizer: warmTokenCounter,
     log: logger.child({ component: "models" }),
   });
   for (const m of registry.list()) logger.info(describeModel(m), "model served");

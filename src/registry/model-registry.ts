@@ -35,8 +35,29 @@ export interface ModelRegistry {
   close(): Promise<void>;
 }
 
-/** waitMs: how long a request waits for its model to load before a 503; retryAfterMs: a failed load is tried again by a request arriving this long after the failure; idleUnloadMs: 0 never unloads */
-export type LoadPolicy = LoaderOptions;
+/**
+ * waitMs: how long a request waits for its model to load before a 503; retryAfterMs: a failed load
+ * is tried again by a request arriving this long after the failure; idleUnloadMs: 0 never unloads;
+ * warmHostTokenizer: builds reelay's own token counter (cl100k), part of loading any model whose
+ * requests are counted with it.
+ */
+export type LoadPolicy = LoaderOptions & { warmHostTokenizer?: () => Promise<void> };
+
+/**
+ * Chat requests (holds, and billing when an upstream reports no usage) and embeddings of models
+ * without their own tokenizer are counted with reelay's cl100k counter: for those models it is
+ * built as part of the model's load (in parallel with the plugin's own), not by a request.
+ */
+function withHostTokenizer(instance: ModelInstance, warm: (() => Promise<void>) | undefined): ModelInstance {
+  const needs = instance.chat !== undefined || (instance.embeddings !== undefined && !instance.embeddings.countTokens);
+  if (!warm || !needs) return instance;
+  const load = instance.load?.bind(instance);
+  return Object.assign(Object.create(instance) as ModelInstance, {
+    load: async (opts: { signal: AbortSignal }) => {
+      await Promise.all([load?.(opts), warm()]);
+    },
+  });
+}
 
 const QUIET: LoaderLog = { info: () => {}, error: () => {} };
 
@@ -98,9 +119,10 @@ export async function buildRegistry(
     }
     const capabilities = (["chat", "embeddings", "video"] as const).filter((c) => instance[c]);
     if (!capabilities.length) throw new ConfigError(`models[${i}]`, `plugin "${m.plugin}" gave model "${m.id}" no capability (chat, embeddings or video)`);
-    const loader = new ModelLoader(m.id, instance, policy);
+    const managed = withHostTokenizer(instance, policy.warmHostTokenizer);
+    const loader = new ModelLoader(m.id, managed, policy);
     loaders.set(m.id, loader);
-    byId.set(m.id, { id: m.id, plugin: m.plugin, pricing: m.pricing, maxOutputTokens: m.maxOutputTokens, contextLength: m.contextLength, ownedBy: m.ownedBy ?? "reelay", description: m.description, createdAt: now, capabilities, instance: waitingInstance(instance, loader) });
+    byId.set(m.id, { id: m.id, plugin: m.plugin, pricing: m.pricing, maxOutputTokens: m.maxOutputTokens, contextLength: m.contextLength, ownedBy: m.ownedBy ?? "reelay", description: m.description, createdAt: now, capabilities, instance: waitingInstance(managed, loader) });
   }
   return {
     get: (id) => byId.get(id),

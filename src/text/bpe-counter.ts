@@ -17,6 +17,23 @@
  * Special tokens are counted as the text they are. Figures: `bun bench/tokens.ts`.
  */
 
+/**
+ * "<offset-name> <first rank> <base64 token> <base64 token> …" per line (js-tiktoken's format);
+ * keys are the token's bytes as a latin1 string, so an ASCII piece is its own key. Parses lines
+ * [from, to) and returns where it stopped.
+ */
+function parseRankLines(lines: string[], from: number, to: number, ranks: Map<string, number>): number {
+  const end = Math.min(to, lines.length);
+  for (let l = from; l < end; l++) {
+    const line = lines[l]!;
+    if (!line) continue;
+    const fields = line.split(" ");
+    const offset = Number.parseInt(fields[1]!, 10);
+    for (let i = 2; i < fields.length; i++) ranks.set(Buffer.from(fields[i]!, "base64").toString("latin1"), offset + i - 2);
+  }
+  return end;
+}
+
 /** 32 bytes: English words are under 20; the merge cost per byte grows with this (64 bytes: ~2× slower on random text). */
 export const MAX_PIECE_BYTES = 32;
 
@@ -26,19 +43,33 @@ interface RankTable {
 }
 
 export class BpeCounter {
-  private readonly ranks = new Map<string, number>();
+  private readonly ranks: Map<string, number>;
   private readonly pattern: RegExp;
 
-  constructor(table: RankTable) {
+  /** `ranks`: the table already parsed (parseRanksSliced), else it is parsed here, at once */
+  constructor(table: RankTable, ranks?: Map<string, number>) {
     this.pattern = new RegExp(table.pat_str, "gu");
-    // "<offset-name> <first rank> <base64 token> <base64 token> …" per line (js-tiktoken's format);
-    // keys are the token's bytes as a latin1 string, so an ASCII piece is its own key.
-    for (const line of table.bpe_ranks.split("\n")) {
-      if (!line) continue;
-      const fields = line.split(" ");
-      const offset = Number.parseInt(fields[1]!, 10);
-      for (let i = 2; i < fields.length; i++) this.ranks.set(Buffer.from(fields[i]!, "base64").toString("latin1"), offset + i - 2);
+    if (ranks) this.ranks = ranks;
+    else {
+      this.ranks = new Map();
+      const lines = table.bpe_ranks.split("\n");
+      parseRankLines(lines, 0, lines.length, this.ranks);
     }
+  }
+
+  /**
+   * The same counter, its table parsed in slices of about `sliceMs` with the event loop free in
+   * between: parsing cl100k takes 130–300 ms here, which must not stall requests in flight.
+   */
+  static async build(table: RankTable, sliceMs = 5): Promise<BpeCounter> {
+    const lines = table.bpe_ranks.split("\n");
+    const ranks = new Map<string, number>();
+    for (let at = 0; at < lines.length; ) {
+      const started = performance.now();
+      while (at < lines.length && performance.now() - started < sliceMs) at = parseRankLines(lines, at, at + 64, ranks);
+      await new Promise((r) => setImmediate(r));
+    }
+    return new BpeCounter(table, ranks);
   }
 
   /**
