@@ -62,6 +62,8 @@ export interface RequestLog {
   note(request: Request, facts: RequestFacts): void;
   /** `models` tells known model ids from client-typed names (a metric label per unknown name would grow without bound) */
   end(request: Request, e: RequestEnd, models: { get(id: string): unknown }): void;
+  /** write what is pending (lines may wait a few ms to be written together); called at shutdown */
+  flush(): void;
 }
 
 /** GET /metrics: the Prometheus text, after reading the gauges that live in the database. */
@@ -75,7 +77,7 @@ export type ReadinessCheck = () => Promise<{ name: string; ok: boolean; detail?:
 export const noRequestLimit: RequestLimit = { admit: async () => ({}) };
 export const noTokenBudget: TokenBudget = { consume: async () => ({}) };
 export const noTelemetry: Telemetry = { upstream() {}, charged() {}, videoTransition() {} };
-export const noRequestLog: RequestLog = { begin() {}, note() {}, end() {} };
+export const noRequestLog: RequestLog = { begin() {}, note() {}, end() {}, flush() {} };
 
 /** The parts of AppDeps that the ops module provides. */
 export interface OpsParts {

@@ -46,11 +46,12 @@ export async function createOps(config: Config, logger: Logger, opts: { limiter?
     return { name: "redis", ok: true, degraded: true, detail: "unreachable: using in-process limits" };
   };
 
+  const requestLog = createRequestLog({ metrics, logger });
   return {
     requestLimit: limits.requestLimit,
     tokenBudget: limits.tokenBudget,
     telemetry: createTelemetry(metrics, logger),
-    requestLog: createRequestLog({ metrics, logger }),
+    requestLog,
     metrics: {
       async scrape(db) {
         await metrics.refresh(db, (err) => logger.warn({ err }, "metrics: could not read database gauges"));
@@ -59,6 +60,7 @@ export async function createOps(config: Config, logger: Logger, opts: { limiter?
     },
     readinessChecks: config.redisUrl ? [redisCheck] : [],
     async close() {
+      requestLog.flush();
       metrics.close();
       await limiter.close();
     },
