@@ -3,6 +3,7 @@
  *   bun bench/lib/chat-roles.ts upstream <port>           a fast fake OpenAI-compatible upstream
  *   bun bench/lib/chat-roles.ts proxy <port> <target>     the minimal Bun.serve + fetch proxy
  *   bun bench/lib/chat-roles.ts ttfb <url> <keys> <n> <s> n loops of streamed requests, prints TTFB
+ *   bun bench/lib/chat-roles.ts ttfb-rate <url> <keys> <r> <s> r streams a second (open loop), prints TTFB
  * upstream and proxy print "ready" once listening.
  */
 export const messages = [{ role: "user", content: "Name three colours." }];
@@ -16,6 +17,7 @@ if (import.meta.main) {
   if (role === "upstream") upstream(Number(a));
   else if (role === "proxy") proxy(Number(a), b!);
   else if (role === "ttfb") await ttfb(a!, b!, Number(c), Number(d));
+  else if (role === "ttfb-rate") await ttfbAtRate(a!, b!, Number(c), Number(d));
   else throw new Error(`unknown role ${role}`);
 }
 
@@ -58,24 +60,49 @@ function proxy(port: number, target: string) {
   console.log("ready");
 }
 
+/** One streamed request read to its end; returns the time to its first byte (ms). */
+async function oneStream(url: string, key: string): Promise<number> {
+  const t0 = performance.now();
+  const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${key}` }, body: STREAM_BODY });
+  const reader = res.body!.getReader();
+  const first = await reader.read();
+  const ms = performance.now() - t0;
+  if (res.status !== 200 || first.done) throw new Error(`stream failed: ${res.status}`);
+  while (!(await reader.read()).done);
+  return ms;
+}
+
+function report(samples: number[]) {
+  samples.sort((x, y) => x - y);
+  const pct = (p: number) => samples[Math.min(samples.length - 1, Math.ceil((p / 100) * samples.length) - 1)]!;
+  console.log(JSON.stringify({ n: samples.length, p50: pct(50), p99: pct(99) }));
+}
+
+/**
+ * Streams started at a steady `rate` per second whatever the answers (open loop), for `seconds`:
+ * the first-byte time of a server that is not saturated, so no stream queues behind another.
+ */
+async function ttfbAtRate(url: string, keyList: string, rate: number, seconds: number) {
+  const keys = keyList.split(",");
+  const samples: number[] = [];
+  const running: Promise<void>[] = [];
+  const start = performance.now();
+  for (let i = 0; i < rate * seconds; i++) {
+    const due = start + (i * 1000) / rate;
+    if (due > performance.now()) await Bun.sleep(due - performance.now());
+    running.push(oneStream(url, keys[i % keys.length]!).then((ms) => void samples.push(ms)));
+  }
+  await Promise.all(running);
+  report(samples);
+}
+
 /** `concurrency` loops of streamed requests for `seconds`; prints {n, p50, p99} of the time to first byte (ms). */
 async function ttfb(url: string, keyList: string, concurrency: number, seconds: number) {
   const samples: number[] = [];
   const until = performance.now() + seconds * 1000;
   const keys = keyList.split(",");
   await Promise.all(Array.from({ length: concurrency }, async (_, i) => {
-    const headers = { "content-type": "application/json", authorization: `Bearer ${keys[i % keys.length]}` };
-    while (performance.now() < until) {
-      const t0 = performance.now();
-      const res = await fetch(url, { method: "POST", headers, body: STREAM_BODY });
-      const reader = res.body!.getReader();
-      const first = await reader.read();
-      samples.push(performance.now() - t0);
-      if (res.status !== 200 || first.done) throw new Error(`stream failed: ${res.status}`);
-      while (!(await reader.read()).done);
-    }
+    while (performance.now() < until) samples.push(await oneStream(url, keys[i % keys.length]!));
   }));
-  samples.sort((x, y) => x - y);
-  const pct = (p: number) => samples[Math.min(samples.length - 1, Math.ceil((p / 100) * samples.length) - 1)]!;
-  console.log(JSON.stringify({ n: samples.length, p50: pct(50), p99: pct(99) }));
+  report(samples);
 }
