@@ -46,9 +46,9 @@ export const webhookDeliveries = pgTable(
     /** "msg_" + random: the Standard Webhooks `webhook-id` */
     id: text("id").primaryKey(),
     /**
-     * No foreign key on purpose: the row is inserted inside the job's final transaction, after the
-     * billing module locked the account row FOR UPDATE; a key-share lock taken on it by an FK check
-     * elsewhere in such transactions is how two of them deadlock (measured: 40 concurrent completions).
+     * No foreign key on purpose: the row is inserted inside the job's final transaction, before
+     * billing locks the account row FOR UPDATE; an FK check's key-share lock on that row, taken first
+     * by two such transactions, deadlocks them (it did with 40 concurrent completions of one account).
      */
     accountId: text("account_id").notNull(),
     /** the registered endpoint; null for the job's own `webhook_url` (signed with the account secret) */

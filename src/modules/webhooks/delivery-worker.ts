@@ -11,6 +11,7 @@
  */
 import type { AppDeps } from "../../deps.ts";
 import type { BackgroundTask } from "../../background.ts";
+import type { Database, Db } from "../../db/index.ts";
 import { listen } from "../../db/listen.ts";
 import { claimDueDeliveries, failPendingOfEndpoint, markAttemptFailed, markDelivered, markFailed, releaseDeliveryLeases, type ClaimedDelivery } from "./deliveries.ts";
 import { disableEndpoint } from "./endpoints.ts";
@@ -32,10 +33,16 @@ export function backoffMs(attempt: number, baseMs: number, maxMs: number, random
   return Math.max(1, Math.round(ceiling * (0.5 + random() * 0.5)));
 }
 
-export function createDeliveryWorker(deps: Pick<AppDeps, "config" | "database" | "logger">, box: SecretBox | null): BackgroundTask {
+/**
+ * `ownPool`: connections of the worker's own (PostgreSQL). A burst of job completions queues
+ * hundreds of transactions on the app's pool; claims and results waiting in that queue were most of
+ * the completion → delivery latency in bench/webhooks.ts.
+ */
+export function createDeliveryWorker(deps: Pick<AppDeps, "config" | "database" | "logger">, box: SecretBox | null, opts: { ownPool?: () => Promise<Database> } = {}): BackgroundTask {
   const { config, logger } = deps;
   const cfg = config.webhooks;
-  const db = deps.database.db;
+  let db: Db = deps.database.db;
+  let own: Database | null = null;
   const owner = config.instanceId;
   // the lease outlives one attempt: it only lapses when this instance died (or stalled for seconds)
   const leaseMs = cfg.timeoutMs + LEASE_MARGIN_MS;
@@ -136,6 +143,14 @@ export function createDeliveryWorker(deps: Pick<AppDeps, "config" | "database" |
   }
 
   async function runLoop() {
+    if (opts.ownPool) {
+      try {
+        own = await opts.ownPool();
+        db = own.db;
+      } catch (err) {
+        logger.warn({ err }, "webhook worker: no connections of its own; sharing the app's pool");
+      }
+    }
     while (!stopped) {
       woken = false;
       let more = false;
@@ -186,6 +201,9 @@ export function createDeliveryWorker(deps: Pick<AppDeps, "config" | "database" |
       while (flushing) await flushing;
       const released = await releaseDeliveryLeases(db, owner).catch(() => 0);
       if (released) logger.info({ released }, "webhook deliveries handed back on shutdown");
+      await own?.close().catch(() => {});
+      own = null;
+      db = deps.database.db;
     },
   };
 }

@@ -5,7 +5,7 @@
  */
 import { Elysia, t } from "elysia";
 import type { Config } from "../../config.ts";
-import type { Tx } from "../../db/index.ts";
+import { openDatabase, type Tx } from "../../db/index.ts";
 import type { AppDeps } from "../../deps.ts";
 import type { BackgroundTask } from "../../background.ts";
 import { forbidden } from "../../errors.ts";
@@ -115,5 +115,8 @@ export const webhookRoutes = (deps: AppDeps) => {
 export function webhookBackgroundTasks(deps: AppDeps): BackgroundTask[] {
   const box = loadSecretBox(deps.config);
   if (!box) deps.logger.warn("webhooks are off: REELAY_SECRET_KEY is not set (required with PostgreSQL); the webhook routes answer 503");
-  return [createDeliveryWorker(deps, box)];
+  const { databaseUrl, dataDir } = deps.config;
+  // 2 connections: one claim or batch of results at a time, plus the 410 transaction
+  const ownPool = deps.database.kind === "postgres" && databaseUrl ? () => openDatabase({ databaseUrl, dataDir, poolSize: 2 }) : undefined;
+  return [createDeliveryWorker(deps, box, { ownPool })];
 }

@@ -84,11 +84,10 @@ export async function completeJob(deps: Pick<AppDeps, "database" | "telemetry" |
         expires_at = now() + ${deps.config.videoRetentionMs} * interval '1 millisecond', error_code = NULL, error_message = NULL, ${clearLease}`,
     });
     if (!done) return;
+    await enqueueJobEvent(tx, id, eventTypeFor("completed"), { publicUrl: deps.config.publicUrl, retryWindowMs: deps.config.webhooks.retryWindowMs });
     const amount = done.holdId ? Number((await query<{ amount: number }>(tx, sql`SELECT amount::float8 AS amount FROM holds WHERE id = ${done.holdId}`))[0]?.amount ?? 0) : 0;
     if (done.holdId) charged = (await settle(tx, done.holdId, amount, `video ${id}: ${done.seconds} s`)).charged;
     await insertUsage(tx, done, { cost: charged, status: 200, plugin: extra.plugin, errorCode: null });
-    // last in the transaction: the account row is already locked by the money part (see webhooks/outbox.ts)
-    await enqueueJobEvent(tx, id, eventTypeFor("completed"), { publicUrl: deps.config.publicUrl, retryWindowMs: deps.config.webhooks.retryWindowMs });
   });
   const job = done as TransitionedJob | null;
   if (!job) return false;
@@ -105,9 +104,9 @@ export async function failJob(deps: Pick<AppDeps, "database" | "telemetry" | "co
       guard: extra.guard,
     });
     if (!job) return null;
+    await enqueueJobEvent(tx, id, eventTypeFor("failed", error.code), { publicUrl: deps.config.publicUrl, retryWindowMs: deps.config.webhooks.retryWindowMs });
     if (job.holdId) await release(tx, job.holdId, `video ${id} failed: ${error.code}`);
     await insertUsage(tx, job, { cost: 0, status: error.code === "cancelled" ? 499 : 500, plugin: extra.plugin, errorCode: error.code });
-    await enqueueJobEvent(tx, id, eventTypeFor("failed", error.code), { publicUrl: deps.config.publicUrl, retryWindowMs: deps.config.webhooks.retryWindowMs });
     return job;
   };
   const job = extra.tx ? await run(extra.tx) : await deps.database.db.transaction(run);
