@@ -40,6 +40,8 @@ export interface JobWatcher {
 
 /** One statement for any number of ids: one text parameter, so the prepared statement is reused. */
 export async function loadWatchedJobs(tx: Tx, ids: readonly string[]): Promise<WatchedRow[]> {
+  // job ids are "vid_" + base62; anything else (a comma would split into two ids) names no job
+  ids = ids.filter((id) => /^[A-Za-z0-9_]+$/.test(id));
   if (ids.length === 0) return [];
   const rows = await query<Record<string, any>>(tx, sql`
     SELECT ${COLUMNS}, account_id, links_base FROM video_jobs WHERE id = ANY (string_to_array(${ids.join(",")}, ','))`);
