@@ -5,7 +5,7 @@
  * the event (verified with standardwebhooks) and serves the MP4 with ranges.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, statSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createParser, type EventSourceMessage } from "eventsource-parser";
@@ -26,7 +26,10 @@ beforeAll(() => {
   Bun.spawnSync(["chmod", "+x", bin]);
   receiver = startReceiver();
 }, 300_000);
-afterAll(() => receiver?.stop());
+afterAll(async () => {
+  await receiver?.stop();
+  rmSync(dir, { recursive: true, force: true }); // a 220 MB copy of the binary
+});
 
 const env = (port: number) => ({
   PATH: "/usr/bin:/bin", HOME: dir, TMPDIR: join(dir, "tmp"), PORT: String(port), REELAY_ADMIN_TOKEN: ADMIN, REELAY_LOG_FORMAT: "json",
