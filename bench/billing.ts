@@ -64,8 +64,9 @@ async function run(db: Db, accounts: string[], callers: number) {
       while (performance.now() < until) {
         const accountId = accounts[i++ % accounts.length]!;
         const t0 = performance.now();
-        const h = await billing.hold(db, { accountId, amount: HOLD, ref: billing.randomId("req"), reason: "bench", expiresAt: new Date(Date.now() + 900_000) });
-        await billing.settle(db, h.id, HOLD / 2, "bench");
+        const ref = billing.randomId("req");
+        const h = await billing.hold(db, { accountId, amount: HOLD, ref, reason: "bench", expiresAt: new Date(Date.now() + 900_000) });
+        await billing.settleOne(db, { holdId: h.id, mode: "settle", actual: HOLD / 2, cover: 0, reason: "bench", usage: { accountId, ref, kind: "chat", model: "bench", status: 200 } });
         latencies.push(performance.now() - t0);
       }
     }),

@@ -9,7 +9,7 @@ import type { Server } from "bun";
 import { createApp } from "./app.ts";
 import { KeyAuthenticator } from "./auth/authenticate-key.ts";
 import { every, type BackgroundTask } from "./background.ts";
-import { sweepExpiredHolds } from "./billing/index.ts";
+import { CreditEngine, sweepExpiredHolds } from "./billing/index.ts";
 import { ConfigError, type Config } from "./config.ts";
 import { migrate, openDatabase } from "./db/index.ts";
 import type { AppDeps } from "./deps.ts";
@@ -69,7 +69,8 @@ export async function buildDeps(config: Config, logger: Logger = createLogger(co
     const auth = new KeyAuthenticator(database.db, config.keyCacheMs, (e) => logger.warn({ err: e }, "could not update key last_used_at"));
     const { requestLimit, tokenBudget, telemetry, requestLog, metrics, readinessChecks } = ops;
     const jobWatcher = createJobWatcher({ database, logger }, { fallbackMs: 2_000, pingMs: 15_000 });
-    return { config, database, registry, logger, auth, requestLimit, tokenBudget, telemetry, requestLog, metrics, readinessChecks, jobWatcher };
+    const billing = new CreditEngine({ db: database.db, logger, config: config.billing, holdTtlMs: config.holdTtlMs, instanceId: config.instanceId, dataDir: config.dataDir });
+    return { config, database, registry, logger, auth, requestLimit, tokenBudget, telemetry, requestLog, metrics, readinessChecks, jobWatcher, billing };
   } catch (e) {
     await closeRegistry();
     await database.close();
@@ -125,6 +126,7 @@ export async function startServer(config: Config, opts: { logger?: Logger; liste
   try {
     ops = await createOps(config, logger);
     deps = await buildDeps(config, logger, ops, registry);
+    await deps.billing.start(); // replays settlements a killed process left in its journal, before serving
   } catch (e) {
     gate.fail(e);
     await server?.stop(true);
@@ -157,6 +159,7 @@ export async function startServer(config: Config, opts: { logger?: Logger; liste
         }
       }
       await Promise.allSettled(tasks.map((t) => t.stop()));
+      await deps.billing.stop(config.shutdownGraceMs);
       await deps.registry.close();
       await ops!.close();
       await deps.database.close();

@@ -7,6 +7,7 @@ import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import ipaddr from "ipaddr.js";
 import YAML from "yaml";
+import type { BillingConfig } from "./billing/engine.ts";
 import type { ModelPricing } from "./plugin-sdk/index.ts";
 import { parseCorsOrigins, type CorsOrigins } from "./http/cors.ts";
 
@@ -75,6 +76,7 @@ export interface Config {
   /** operator secret that encrypts webhook signing secrets at rest (null: a key file in dataDir under PGlite, webhooks off under Postgres) */
   secretKey: string | null;
   webhooks: WebhookConfig;
+  billing: BillingConfig;
 }
 
 export interface WebhookConfig {
@@ -102,6 +104,14 @@ function int(env: Env, key: string, def: number, min = 0, max = Number.MAX_SAFE_
   const n = Number(raw);
   if (n < min || n > max) throw new ConfigError(key, `must be between ${min} and ${max}, got ${n}`);
   return n;
+}
+
+function bool(env: Env, key: string, def: boolean): boolean {
+  const raw = env[key]?.trim().toLowerCase();
+  if (raw === undefined || raw === "") return def;
+  if (["1", "true", "on", "yes"].includes(raw)) return true;
+  if (["0", "false", "off", "no"].includes(raw)) return false;
+  throw new ConfigError(key, `expected on or off, got "${env[key]}"`);
 }
 
 function str(env: Env, key: string): string | null {
@@ -180,6 +190,16 @@ export function loadConfig(env: Env = process.env): Config {
       retryWindowMs: int(env, "REELAY_WEBHOOK_RETRY_WINDOW_SECONDS", 86_400, 1, 30 * 86_400) * 1000,
       concurrency: int(env, "REELAY_WEBHOOK_CONCURRENCY", 64, 1, 10_000),
       pollMs: int(env, "REELAY_WEBHOOK_POLL_MS", 1_000, 10, 60_000),
+    },
+    billing: {
+      leases: bool(env, "REELAY_BILLING_LEASES", true),
+      flushMs: int(env, "REELAY_BILLING_FLUSH_MS", 25, 1, 1_000),
+      leaseTtlMs: int(env, "REELAY_LEASE_TTL_MS", 10_000, 1_000, 600_000),
+      leaseDemandMs: int(env, "REELAY_LEASE_DEMAND_MS", 1_000, 50, 60_000),
+      leaseSharePermille: int(env, "REELAY_LEASE_MAX_SHARE_PERCENT", 50, 1, 100) * 10,
+      offlineMs: int(env, "REELAY_BILLING_OFFLINE_MS", 5_000, 0, 600_000),
+      reclaimWaitMs: int(env, "REELAY_BILLING_RECLAIM_MS", 500, 0, 10_000),
+      journal: bool(env, "REELAY_BILLING_JOURNAL", true),
     },
   };
 }

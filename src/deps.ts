@@ -1,4 +1,5 @@
 import type { KeyAuthenticator } from "./auth/authenticate-key.ts";
+import type { CreditEngine } from "./billing/engine.ts";
 import type { Config } from "./config.ts";
 import type { Database } from "./db/index.ts";
 import type { Logger } from "./logger.ts";
@@ -19,4 +20,6 @@ export interface AppDeps extends OpsParts {
   auth: KeyAuthenticator;
   /** shared by every open progress stream (GET /v1/videos/generations/{id}/events) */
   jobWatcher: JobWatcher;
+  /** approves and settles requests' credits (src/billing/engine.ts) */
+  billing: CreditEngine;
 }

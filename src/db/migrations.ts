@@ -10,12 +10,15 @@ import m0001 from "../../drizzle/0001_video_jobs_active_key_idx.sql" with { type
 import m0002 from "../../drizzle/0002_console_usage_rollups.sql" with { type: "text" };
 // @ts-ignore: text import
 import m0003 from "../../drizzle/0003_webhooks.sql" with { type: "text" };
+// @ts-ignore: text import
+import m0004 from "../../drizzle/0004_billing_engine_leases.sql" with { type: "text" };
 
 export const MIGRATIONS: Array<{ name: string; sql: string }> = [
   { name: "0000_init", sql: m0000 as unknown as string },
   { name: "0001_video_jobs_active_key_idx", sql: m0001 as unknown as string },
   { name: "0002_console_usage_rollups", sql: m0002 as unknown as string },
   { name: "0003_webhooks", sql: m0003 as unknown as string },
+  { name: "0004_billing_engine_leases", sql: m0004 as unknown as string },
 ];
 
 export function splitStatements(sqlText: string): string[] {

@@ -1,22 +1,36 @@
 /**
- * The one writer of usage_records. A usage row is written in the same statement or transaction
- * that settles or releases the request's hold, so it exists exactly when its money moved.
+ * The one writer of usage_records. A usage row is written by the statement that settles the
+ * request's money (billing/settle-batch.ts), so it exists exactly when its money moved, and its
+ * `ref` is the settlement's exactly-once key (unique index usage_ref_uniq).
  */
 import { sql, type SQL } from "drizzle-orm";
-import { query, type Tx } from "../db/index.ts";
 import type { usageRecords } from "../db/schema/index.ts";
 
 export type UsageRow = typeof usageRecords.$inferInsert;
 /** a usage row whose cost is decided by the statement that moves the money */
 export type UsageFacts = Omit<UsageRow, "cost" | "id" | "createdAt">;
 
-/** `INSERT INTO usage_records …` with `cost` given as SQL (e.g. the charged amount of a settle CTE). */
-export function usageInsert(u: UsageFacts, cost: SQL): SQL {
-  return sql`INSERT INTO usage_records (account_id, key_id, ref, kind, model, prompt_tokens, completion_tokens, delivered_tokens, reported_tokens, token_source, seconds, cost, status, disconnected, latency_ms, plugin, error_code)
-    VALUES (${u.accountId}, ${u.keyId ?? null}, ${u.ref}, ${u.kind}, ${u.model}, ${u.promptTokens ?? null}, ${u.completionTokens ?? null}, ${u.deliveredTokens ?? null}, ${u.reportedTokens ?? null},
-      ${u.tokenSource ?? null}, ${u.seconds ?? null}, ${cost}, ${u.status}, ${u.disconnected ?? false}, ${u.latencyMs ?? null}, ${u.plugin ?? null}, ${u.errorCode ?? null})`;
+const INT4_MAX = 2_147_483_647;
+/** integer columns: a value the column cannot hold becomes null rather than failing the whole batch */
+const int4 = (n: number | null | undefined) => (typeof n === "number" && Number.isSafeInteger(n) && n >= -INT4_MAX && n <= INT4_MAX ? n : null);
+
+/** One usage row as JSON for a settlement batch (short keys: a batch carries hundreds). */
+export function usageJson(u: UsageFacts) {
+  return {
+    a: u.accountId, r: u.ref, k: u.keyId ?? null, kind: u.kind, model: u.model,
+    pt: int4(u.promptTokens), ct: int4(u.completionTokens), dt: int4(u.deliveredTokens), rt: int4(u.reportedTokens),
+    ts: u.tokenSource ?? null, sec: int4(u.seconds), st: int4(u.status) ?? 500, dc: u.disconnected ?? false,
+    lat: int4(u.latencyMs), pl: u.plugin ?? null, ec: u.errorCode ?? null, an: u.anomaly ?? null,
+  };
 }
 
-export async function recordUsage(tx: Tx, row: UsageRow): Promise<void> {
-  await query(tx, usageInsert(row, sql`${row.cost}`));
+/** The record type of `usageJson` rows for json_to_recordset. */
+export const USAGE_JSON_COLUMNS = sql.raw(
+  "a text, r text, k text, kind text, model text, pt int, ct int, dt int, rt int, ts text, sec int, st int, dc boolean, lat int, pl text, ec text, an text",
+);
+
+/** INSERT the usage rows of `source` (a CTE with the USAGE_JSON_COLUMNS), `cost` given as SQL over it. */
+export function insertUsageFrom(source: SQL, cost: SQL): SQL {
+  return sql`INSERT INTO usage_records (account_id, key_id, ref, kind, model, prompt_tokens, completion_tokens, delivered_tokens, reported_tokens, token_source, seconds, cost, status, disconnected, latency_ms, plugin, error_code, anomaly)
+    SELECT a, k, r, kind, model, pt, ct, dt, rt, ts, sec, ${cost}, st, dc, lat, pl, ec, an FROM ${source}`;
 }

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import * as billing from "../../src/billing/index.ts";
 import { ApiError } from "../../src/errors.ts";
-import { accountState, expectInvariants, fundedAccount, holdRows, openPostgres, type BillingDb } from "./support.ts";
+import { accountState, expectInvariants, fundedAccount, holdRows, openPostgres, release, settle, type BillingDb } from "./support.ts";
 
 let pg: BillingDb;
 beforeAll(async () => {
@@ -61,7 +61,7 @@ describe("200 parallel holds on an account funded for exactly 50", () => {
 
     // the message of a refusal names what is available when some is
     const holds = ok.map((r) => (r as PromiseFulfilledResult<billing.Hold>).value);
-    await billing.release(db, holds[0]!.id, "test");
+    await release(db, holds[0]!, "test");
     const e = await billing.hold(db, { accountId: acct, amount: 2 * X, ref: "req_par_big", reason: "chat test", expiresAt: null }).catch((x) => x);
     expect(e).toBeInstanceOf(ApiError);
     expect((e as ApiError).status).toBe(402);
@@ -97,7 +97,7 @@ describe("racing closes of one hold: exactly one takes effect", () => {
     const db = pg.db;
     const acct = await fundedAccount(db, N * X);
     const holds = await openHolds(acct, "req_ds", null);
-    const pairs = await Promise.all(holds.map((h) => Promise.all([billing.settle(db, h.id, 100_000, "first"), billing.settle(db, h.id, 120_000, "second")])));
+    const pairs = await Promise.all(holds.map((h) => Promise.all([settle(db, h, 100_000, "first"), settle(db, h, 120_000, "second")])));
     for (const [a, b] of pairs) expect([a.applied, b.applied].sort()).toEqual([false, true]);
     for (const h of holds) {
       const kinds = (await holdRows(db, h.id)).map((r) => r.kind);
@@ -114,9 +114,9 @@ describe("racing closes of one hold: exactly one takes effect", () => {
     const acct = await fundedAccount(db, N * X);
     const holds = await openHolds(acct, "req_sr", null);
     // alternate which call is sent first
-    const race = async (h: billing.Hold, settleFirst: boolean): Promise<[billing.Settlement, boolean]> => {
-      if (settleFirst) return Promise.all([billing.settle(db, h.id, 90_000, "settle"), billing.release(db, h.id, "release")]);
-      const [r, s] = await Promise.all([billing.release(db, h.id, "release"), billing.settle(db, h.id, 90_000, "settle")]);
+    const race = async (h: billing.Hold, settleFirst: boolean): Promise<[billing.SingleSettlement, boolean]> => {
+      if (settleFirst) return Promise.all([settle(db, h, 90_000, "settle"), release(db, h, "release")]);
+      const [r, s] = await Promise.all([release(db, h, "release"), settle(db, h, 90_000, "settle")]);
       return [s, r];
     };
     const outcomes = await Promise.allSettled(holds.map((h, i) => race(h, i % 2 === 0)));
@@ -124,7 +124,7 @@ describe("racing closes of one hold: exactly one takes effect", () => {
     expect(errors).toEqual([]);
     let settled = 0;
     for (const [i, o] of outcomes.entries()) {
-      const [s, r] = (o as PromiseFulfilledResult<[billing.Settlement, boolean]>).value;
+      const [s, r] = (o as PromiseFulfilledResult<[billing.SingleSettlement, boolean]>).value;
       expect(s.applied !== r).toBe(true);
       const kinds = (await holdRows(db, holds[i]!.id)).map((x) => x.kind).sort();
       expect(kinds).toEqual(s.applied ? ["charge", "hold", "release"] : ["hold", "release"]);
@@ -141,7 +141,7 @@ describe("racing closes of one hold: exactly one takes effect", () => {
     const sweeps: Promise<number>[] = [];
     const settles = holds.map((h, i) => {
       if (i % 4 === 0) sweeps.push(billing.sweepExpiredHolds(db, 10));
-      return billing.settle(db, h.id, 50_000, "settle");
+      return settle(db, h, 50_000, "settle");
     });
     const outcomes = await Promise.allSettled([...settles, ...sweeps]);
     const errors = outcomes.filter((o): o is PromiseRejectedResult => o.status === "rejected").map((o) => String(o.reason?.message ?? o.reason));
@@ -163,7 +163,7 @@ describe("racing closes of one hold: exactly one takes effect", () => {
     const holds = await openHolds(acct, "req_dr", new Date(Date.now() - 1000));
     const half = holds.slice(0, N / 2);
     const [rels, sweeps] = await Promise.all([
-      Promise.all(half.map((h) => Promise.all([billing.release(db, h.id, "a"), billing.release(db, h.id, "b")]))),
+      Promise.all(half.map((h) => Promise.all([release(db, h, "a"), release(db, h, "b")]))),
       Promise.all([billing.sweepExpiredHolds(db), billing.sweepExpiredHolds(db), billing.sweepExpiredHolds(db)]),
     ]);
     const byRelease = rels.flat().filter(Boolean).length;
@@ -197,7 +197,7 @@ describe("racing closes of one hold: exactly one takes effect", () => {
     for (let i = 0; i < 60; i++) {
       const acct = await fundedAccount(db, 35_097);
       const h = await billing.hold(db, { accountId: acct, amount: i % 2 ? 0 : 1_000, ref: `req_sg_${i}`, reason: "race", expiresAt: null });
-      const [g, s] = await Promise.all([billing.grant(db, acct, 1, "race grant"), billing.settle(db, h.id, 35_098, "race settle")]);
+      const [g, s] = await Promise.all([billing.grant(db, acct, 1, "race grant"), settle(db, h, 35_098, "race settle")]);
       expect(g).toBeGreaterThan(0);
       expect(s.charged + s.shortfall).toBe(35_098);
       await expectInvariants(db, [acct]);

@@ -8,7 +8,7 @@ import * as billing from "../../src/billing/index.ts";
 import { startServer, type Running } from "../../src/boot.ts";
 import { createLogger } from "../../src/logger.ts";
 import { testConfig } from "../support/harness.ts";
-import { expectInvariants, fundedAccount, holdRows, ledgerOf, openPostgres, type BillingDb } from "./support.ts";
+import { expectInvariants, fundedAccount, holdRows, ledgerOf, openPostgres, settle, type BillingDb } from "./support.ts";
 
 let pg: BillingDb;
 let server: Running | null = null;
@@ -34,7 +34,7 @@ async function firstLine(stream: ReadableStream<Uint8Array>, timeoutMs: number):
   return text.split("\n")[0]!;
 }
 
-test("kill -9 before settling: the sweeper releases the expired hold, nothing is charged; a video hold stays", async () => {
+test("kill -9 before settling: the sweeper releases the expired hold; a video hold stays; a late settlement is charged once from available credit", async () => {
   const db = pg.db;
   const FUNDS = 1_000_000, AMOUNT = 150_000;
   const acct = await fundedAccount(db, FUNDS);
@@ -44,7 +44,7 @@ test("kill -9 before settling: the sweeper releases the expired hold, nothing is
     stderr: "inherit",
   });
   const line = await firstLine(child.stdout, 30_000);
-  const [word, syncHold, videoHold] = line.split(" ");
+  const [word, syncHold, videoHold, syncRef, videoRef] = line.split(" ");
   expect(word).toBe("held");
   child.kill("SIGKILL");
   expect(await child.exited).not.toBe(0);
@@ -67,11 +67,14 @@ test("kill -9 before settling: the sweeper releases the expired hold, nothing is
   expect(await billing.getBalance(db, acct)).toEqual({ balance: FUNDS, held: AMOUNT, available: FUNDS - AMOUNT });
   expect((await ledgerOf(db, acct)).filter((r) => r.kind === "charge")).toEqual([]);
 
-  // a late settle from a "resurrected" owner changes nothing
-  expect((await billing.settle(db, syncHold!, AMOUNT, "too late")).applied).toBe(false);
+  // a late settlement (a journal replayed after the expiry) is charged once, from available credit
+  const sync = { id: syncHold!, accountId: acct, amount: AMOUNT, ref: syncRef! };
+  expect(await settle(db, sync, 1_000, "late")).toEqual({ applied: true, fromHold: false, charged: 1_000, shortfall: 0, released: 0 });
+  expect((await settle(db, sync, 1_000, "late again")).applied).toBe(false);
+  expect((await holdRows(db, syncHold!)).map((r) => r.kind)).toEqual(["hold", "release"]);
   // the video hold is still the job's to settle
-  expect(await billing.settle(db, videoHold!, AMOUNT, "video completed")).toEqual({ applied: true, charged: AMOUNT, shortfall: 0, released: 0 });
-  expect(await billing.getBalance(db, acct)).toEqual({ balance: FUNDS - AMOUNT, held: 0, available: FUNDS - AMOUNT });
+  expect(await settle(db, { id: videoHold!, accountId: acct, amount: AMOUNT, ref: videoRef! }, AMOUNT, "video completed")).toEqual({ applied: true, fromHold: true, charged: AMOUNT, shortfall: 0, released: 0 });
+  expect(await billing.getBalance(db, acct)).toEqual({ balance: FUNDS - AMOUNT - 1_000, held: 0, available: FUNDS - AMOUNT - 1_000 });
   await expectInvariants(db, [acct]);
 }, 60_000);
 

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import * as billing from "../../src/billing/index.ts";
 import { ApiError } from "../../src/errors.ts";
-import { accountState, expectInvariants, fundedAccount, holdRows, type BillingDb } from "./support.ts";
+import { accountState, expectInvariants, fundedAccount, holdRows, release as releaseHold, settle as settleHold, type BillingDb } from "./support.ts";
 
 type Cmd =
   | { op: "grant"; acct: number; amount: number }
@@ -38,7 +38,7 @@ const initial = fc.array(fc.integer({ min: 0, max: 600_000 }), { minLength: ACCO
 interface Model {
   balance: number[];
   held: number[];
-  holds: { id: string; acct: number; amount: number; state: "open" | "settled" | "released" }[];
+  holds: { hold: billing.Hold; id: string; acct: number; amount: number; state: "open" | "settled" | "released" }[];
 }
 
 const actualFor = (amount: number, c: { mode: "below" | "equal" | "above"; extra: number }) =>
@@ -47,21 +47,21 @@ const actualFor = (amount: number, c: { mode: "below" | "equal" | "above"; extra
 /** Everything a run observed about each hold, checked against the ledger afterwards. */
 interface Observed {
   closes: Map<string, number>;
-  settlements: { holdId: string; amount: number; actual: number; s: billing.Settlement }[];
+  settlements: { holdId: string; amount: number; actual: number; s: billing.SingleSettlement }[];
 }
 
 async function runOne(db: BillingDb["db"], accts: string[], model: Model, c: Cmd, seen: Observed, exact: boolean) {
   const pick = (i: number) => model.holds[i % Math.max(1, model.holds.length)];
   const close = (id: string) => seen.closes.set(id, (seen.closes.get(id) ?? 0) + 1);
   const settle = async (h: Model["holds"][number], actual: number) => {
-    const s = await billing.settle(db, h.id, actual, "property settle");
+    const s = await settleHold(db, h.hold, actual, "property settle");
     seen.settlements.push({ holdId: h.id, amount: h.amount, actual, s });
     if (s.applied) close(h.id);
     if (exact) {
       if (h.state === "open") {
         const avail = model.balance[h.acct]! - model.held[h.acct]!;
         const charged = Math.min(actual, h.amount + avail);
-        expect(s).toEqual({ applied: true, charged, shortfall: actual - charged, released: Math.max(0, h.amount - charged) });
+        expect(s).toEqual({ applied: true, fromHold: true, charged, shortfall: actual - charged, released: Math.max(0, h.amount - charged) });
         model.balance[h.acct]! -= charged;
         model.held[h.acct]! -= h.amount;
         h.state = "settled";
@@ -70,7 +70,7 @@ async function runOne(db: BillingDb["db"], accts: string[], model: Model, c: Cmd
     return s;
   };
   const release = async (h: Model["holds"][number]) => {
-    const ok = await billing.release(db, h.id, "property release");
+    const ok = await releaseHold(db, h.hold, "property release");
     if (ok) close(h.id);
     if (exact) {
       expect(ok).toBe(h.state === "open");
@@ -108,7 +108,7 @@ async function runOne(db: BillingDb["db"], accts: string[], model: Model, c: Cmd
         if (r instanceof ApiError) expect(r.message).toContain(`(${avail} micro-dollars) is available`);
         else model.held[c.acct]! += c.amount;
       }
-      if (!(r instanceof ApiError)) model.holds.push({ id: (r as billing.Hold).id, acct: c.acct, amount: c.amount, state: "open" });
+      if (!(r instanceof ApiError)) model.holds.push({ hold: r as billing.Hold, id: (r as billing.Hold).id, acct: c.acct, amount: c.amount, state: "open" });
       return;
     }
     case "settle": {
@@ -168,7 +168,7 @@ async function checkRun(db: BillingDb["db"], accts: string[], model: Model, seen
     if (!s.applied) continue;
     const rows = await holdRows(db, holdId);
     // within the hold, the whole actual is always charged; above it, at least the hold is
-    if (actual <= amount) expect(s).toEqual({ applied: true, charged: actual, shortfall: 0, released: amount - actual });
+    if (actual <= amount) expect(s).toEqual({ applied: true, fromHold: true, charged: actual, shortfall: 0, released: amount - actual });
     else expect(s.charged).toBeGreaterThanOrEqual(amount);
     expect(s.charged + s.shortfall).toBe(actual);
     expect(0 - (rows.find((r) => r.kind === "charge")?.amount ?? 0) + 0).toBe(s.charged);
@@ -230,7 +230,7 @@ export function describeBillingInvariants(kind: string, open: () => Promise<Bill
       // settle all 50 above the hold at once: the first ones take the extra, nobody goes negative
       const held = rs.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
       await billing.grant(bdb.db, id, X, "top-up");
-      const ss = await Promise.all(held.map((h) => billing.settle(bdb.db, h.id, X + 10_000, "t")));
+      const ss = await Promise.all(held.map((h) => settleHold(bdb.db, h, X + 10_000, "t")));
       expect(ss.reduce((n, s) => n + s.charged, 0)).toBe(51 * X);
       expect(ss.reduce((n, s) => n + s.shortfall, 0)).toBe(50 * 10_000 - X);
       expect(await billing.getBalance(bdb.db, id)).toEqual({ balance: 0, held: 0, available: 0 });
@@ -249,7 +249,7 @@ export function describeBillingInvariants(kind: string, open: () => Promise<Bill
       expect(await billing.getBalance(bdb.db, id)).toEqual({ balance: 1_000, held: 0, available: 1_000 });
       // the same owner may hold again: the ref was never taken
       const h = await billing.hold(bdb.db, { accountId: id, amount: 600, ref: "vid_rollback", reason: "t", expiresAt: null });
-      expect((await billing.settle(bdb.db, h.id, 600, "t")).charged).toBe(600);
+      expect((await settleHold(bdb.db, h, 600, "t")).charged).toBe(600);
       await expectInvariants(bdb.db, [id]);
     }, 60_000);
   });

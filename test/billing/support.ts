@@ -33,6 +33,25 @@ export async function openPglite(): Promise<BillingDb> {
   return { ...database, url: null, dispose: async () => (await database.close(), rmSync(dataDir, { recursive: true, force: true })) };
 }
 
+/** The usage row every settlement writes (a test's settlement stands for a chat request). */
+export const usageFor = (h: Pick<billing.Hold, "accountId" | "ref">) => ({ accountId: h.accountId, ref: h.ref, kind: "chat" as const, model: "test-model", status: 200 });
+
+/**
+ * Settle an exact hold on its own (the statement every settlement uses, with one settlement). Like
+ * the engine, it retries once when a racing settlement of the same ref won the unique index.
+ */
+export async function settle(db: Tx, h: billing.Hold, actual: number, reason = "test settle"): Promise<billing.SingleSettlement> {
+  const s = { holdId: h.id, mode: "settle" as const, actual, cover: 0, reason, usage: usageFor(h) };
+  return billing.settleOne(db, s).catch((e) => (String(e?.code) === "23505" ? billing.settleOne(db, s) : Promise.reject(e)));
+}
+
+/** Release an exact hold; true when this call released it (it was still open and not yet settled). */
+export async function release(db: Tx, h: billing.Hold, reason = "test release"): Promise<boolean> {
+  const s = { holdId: h.id, mode: "release" as const, actual: 0, cover: 0, reason, usage: { ...usageFor(h), status: 502 } };
+  const r = await billing.settleOne(db, s).catch((e) => (String(e?.code) === "23505" ? billing.settleOne(db, s) : Promise.reject(e)));
+  return r.applied && r.fromHold;
+}
+
 export async function fundedAccount(db: Tx, credits: number): Promise<string> {
   const acct = await createAccount(db, "billing-test");
   if (credits > 0) await billing.grant(db, acct.id, credits, "test funding");
@@ -80,8 +99,11 @@ export async function holdRows(db: Tx, holdId: string): Promise<LedgerRow[]> {
 
 /**
  * The invariants of the billing model, per account: the ledger sums to the balance and to the
- * held amount, held equals the open holds, 0 <= held <= balance; and per hold, at most one
- * hold/charge/release/shortfall row, and a closed hold's rows give back exactly what it held.
+ * held amount, held equals the open holds and leases, 0 <= held <= balance; per request hold, at
+ * most one hold/charge/release/shortfall row, and a closed hold's rows give back exactly what it
+ * held; per lease, its rows sum to what it still reserves (0 once closed) and its charges to
+ * `charged`; per ref, at most one charge, one shortfall and one usage row, the usage row's cost
+ * being the charge.
  */
 export async function expectInvariants(db: Tx, accountIds: string[]) {
   for (const id of accountIds) {
@@ -91,12 +113,31 @@ export async function expectInvariants(db: Tx, accountIds: string[]) {
     expect(s.held).toBeGreaterThanOrEqual(0);
     expect(s.held).toBeLessThanOrEqual(s.balance);
   }
+  const ids = sql.raw(`(${accountIds.map((a) => `'${a}'`).join(",")})`);
+  const perRef = await query<{ ref: string; charges: number; shortfalls: number; usages: number; charged: number; cost: number | null }>(db, sql`
+    SELECT l.ref, count(*) FILTER (WHERE l.kind = 'charge')::int AS charges, count(*) FILTER (WHERE l.kind = 'shortfall')::int AS shortfalls,
+      (SELECT count(*) FROM usage_records u WHERE u.ref = l.ref)::int AS usages,
+      (-sum(l.amount) FILTER (WHERE l.kind = 'charge'))::float8 AS charged, (SELECT max(cost) FROM usage_records u WHERE u.ref = l.ref)::float8 AS cost
+    FROM ledger l WHERE l.account_id IN ${ids} AND l.kind IN ('charge', 'shortfall') GROUP BY l.ref`);
+  for (const r of perRef) {
+    expect({ ref: r.ref, charges: r.charges <= 1, shortfalls: r.shortfalls <= 1, usages: r.usages }).toEqual({ ref: r.ref, charges: true, shortfalls: true, usages: 1 });
+    if (r.charges === 1) expect({ ref: r.ref, cost: Number(r.cost) }).toEqual({ ref: r.ref, cost: Number(r.charged) });
+  }
+  const leases = await query<{ id: string; state: string; amount: number; charged: number; held_sum: number; charge_sum: number }>(db, sql`
+    SELECT h.id, h.state, h.amount::float8 AS amount, COALESCE(h.charged, 0)::float8 AS charged,
+      COALESCE(sum(l.held_change), 0)::float8 AS held_sum, COALESCE(-sum(l.amount) FILTER (WHERE l.kind = 'charge'), 0)::float8 AS charge_sum
+    FROM holds h LEFT JOIN ledger l ON l.hold_id = h.id
+    WHERE h.kind = 'lease' AND h.account_id IN ${ids} GROUP BY h.id`);
+  for (const l of leases) {
+    expect({ lease: l.id, held: Number(l.held_sum), charged: Number(l.charge_sum) }).toEqual({ lease: l.id, held: l.state === "open" ? Number(l.amount) : 0, charged: Number(l.charged) });
+    if (l.state !== "open") expect(Number(l.amount)).toBe(0);
+  }
   const perHold = await query<{ hold_id: string; state: string; amount: number; charged: number | null; kinds: string[]; held_sum: number; charge_sum: number }>(db, sql`
     SELECT h.id AS hold_id, h.state, h.amount::float8 AS amount, h.charged::float8 AS charged,
       array_agg(l.kind ORDER BY l.id) AS kinds,
       sum(l.held_change)::float8 AS held_sum, (-sum(l.amount))::float8 AS charge_sum
     FROM holds h JOIN ledger l ON l.hold_id = h.id
-    WHERE h.account_id IN ${sql.raw(`(${accountIds.map((a) => `'${a}'`).join(",")})`)}
+    WHERE h.kind <> 'lease' AND h.account_id IN ${ids}
     GROUP BY h.id`);
   for (const h of perHold) {
     const kinds = h.kinds;

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import * as billing from "../../src/billing/index.ts";
 import { usageRecords } from "../../src/db/schema/index.ts";
 import { startTestServer, type TestServer } from "../support/harness.ts";
+import { settle } from "./support.ts";
 
 let srv: TestServer;
 beforeAll(async () => {
@@ -28,7 +29,7 @@ describe("client view", () => {
     const h = await billing.hold(db, { accountId: c.accountId, amount: 150_000, ref: "vid_visible", reason: "video", expiresAt: null });
     res = await asClient(c.key, "/v1/account");
     expect(await res.json()).toMatchObject({ balance: 2_000_000, held: 150_000, available: 1_850_000 });
-    await billing.settle(db, h.id, 120_000, "video done");
+    await settle(db, h, 120_000, "video done");
     res = await asClient(c.key, "/v1/account");
     expect(await res.json()).toMatchObject({ balance: 1_880_000, held: 0, available: 1_880_000 });
 

@@ -18,6 +18,7 @@ test("an unexpected failure is a generic 500 envelope; the cause is logged, not 
     registry: { get: () => undefined, list: () => [], close: async () => {} },
     auth: { authenticateRequest: async () => ({ keyId: "k", accountId: "a", keyPrefix: "rl-x", scopes: null, allowedModels: null, limits: { rpm: null, tpm: null, videoConcurrency: null } }), evict() {} },
     ...noOps,
+    billing: { sync: async () => {} },
   } as unknown as AppDeps;
   const app = createApp(deps);
   const res = await app.handle(new Request("http://localhost/v1/account", { headers: { authorization: "Bearer rl-whatever" } }));

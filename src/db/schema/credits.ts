@@ -3,8 +3,12 @@ import { bigint, bigserial, check, index, pgTable, text, timestamp, uniqueIndex 
 import { accounts } from "./accounts.ts";
 
 /**
- * A reservation of credits for one request or job. open -> settled | released, exactly once
- * (the state change is a conditional UPDATE; ledger unique indexes back it up).
+ * A reservation of credits. Three kinds:
+ *  - `request`: one synchronous request's worst case (the exact path); open -> settled | released | expired, once.
+ *  - `job`: one video job's price, no expiry; settled or released by the job's final transition.
+ *  - `lease`: credit an instance reserved ahead for an account (see src/billing/engine.ts). Its
+ *    `amount` is what it still reserves: charges of the requests it approved take from it, refills
+ *    add to it, returns give back; it stays open while its owner renews `expires_at`.
  */
 export const holds = pgTable(
   "holds",
@@ -12,15 +16,23 @@ export const holds = pgTable(
     /** "hold_" + random */
     id: text("id").primaryKey(),
     accountId: text("account_id").notNull().references(() => accounts.id),
-    /** owner: a request id ("req_…") or a video job id ("vid_…"); one hold per owner */
+    /** owner: a request id ("req_…"), a video job id ("vid_…"), or the lease's own id; one hold per owner */
     ref: text("ref").notNull().unique(),
-    /** micro-dollars reserved */
+    kind: text("kind", { enum: ["request", "job", "lease"] }).notNull().default("request"),
+    /** micro-dollars reserved (a lease: still reserved; 0 once closed) */
     amount: bigint("amount", { mode: "number" }).notNull(),
-    state: text("state", { enum: ["open", "settled", "released"] }).notNull().default("open"),
-    /** micro-dollars charged at settlement (null until settled) */
+    /** expired: released by the sweeper (its owner stopped); a late settlement is then charged from available credit */
+    state: text("state", { enum: ["open", "settled", "released", "expired"] }).notNull().default("open"),
+    /** micro-dollars charged at settlement (null until settled); a lease: charged so far through it */
     charged: bigint("charged", { mode: "number" }),
-    /** synchronous requests' holds expire and are swept; video jobs' holds do not (null) */
+    /** requests' holds and leases expire and are swept; video jobs' holds do not (null) */
     expiresAt: timestamp("expires_at", { withTimezone: true }),
+    /** lease: the instance incarnation that owns it ("<instance id>#<boot>") */
+    owner: text("owner"),
+    /** lease: worst case of the requests it has in flight, as last published by its owner (the client's `held`) */
+    inFlight: bigint("in_flight", { mode: "number" }).notNull().default(0),
+    /** lease: another instance asked the owner to give its idle credit back (account nearly empty) */
+    returnRequestedAt: timestamp("return_requested_at", { withTimezone: true }),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
     closedAt: timestamp("closed_at", { withTimezone: true }),
   },
@@ -28,6 +40,7 @@ export const holds = pgTable(
     check("holds_amount_nonnegative", sql`${t.amount} >= 0`),
     index("holds_open_expiry_idx").on(t.expiresAt).where(sql`${t.state} = 'open' AND ${t.expiresAt} IS NOT NULL`),
     index("holds_account_open_idx").on(t.accountId).where(sql`${t.state} = 'open'`),
+    index("holds_lease_owner_idx").on(t.owner).where(sql`${t.kind} = 'lease' AND ${t.state} = 'open'`),
   ],
 );
 
@@ -40,12 +53,13 @@ export const ledger = pgTable(
   {
     id: bigserial("id", { mode: "number" }).primaryKey(),
     accountId: text("account_id").notNull().references(() => accounts.id),
-    kind: text("kind", { enum: ["grant", "hold", "release", "charge", "adjustment", "shortfall"] }).notNull(),
+    /** lease / lease_return: credit an instance reserved ahead for the account, or gave back */
+    kind: text("kind", { enum: ["grant", "hold", "release", "charge", "adjustment", "shortfall", "lease", "lease_return"] }).notNull(),
     /** change to the balance, micro-dollars (grant +, charge -, adjustment ±, others 0) */
     amount: bigint("amount", { mode: "number" }).notNull(),
     /** change to the held amount (hold +, release -, charge - the part taken from the hold) */
     heldChange: bigint("held_change", { mode: "number" }).notNull().default(0),
-    /** the hold this row belongs to, if any */
+    /** the hold (or lease) this row belongs to, if any; null for a charge made after its hold was swept */
     holdId: text("hold_id").references(() => holds.id),
     /** request id / job id / operator note reference */
     ref: text("ref"),
@@ -55,7 +69,19 @@ export const ledger = pgTable(
   },
   (t) => [
     index("ledger_account_idx").on(t.accountId, t.id),
-    // A hold is charged, released and short at most once each: settle/release are idempotent by construction.
-    uniqueIndex("ledger_hold_kind_uniq").on(t.holdId, t.kind).where(sql`${t.holdId} IS NOT NULL`),
+    // A request's hold is taken and released at most once (a lease has many lease/lease_return rows) …
+    uniqueIndex("ledger_hold_kind_uniq").on(t.holdId, t.kind).where(sql`${t.holdId} IS NOT NULL AND ${t.kind} IN ('hold', 'release')`),
+    // … and a request or job is charged (and short) at most once, whichever hold or lease paid for it:
+    // replaying a batch of settlements cannot double charge.
+    uniqueIndex("ledger_ref_charge_uniq").on(t.ref, t.kind).where(sql`${t.ref} IS NOT NULL AND ${t.kind} IN ('charge', 'shortfall')`),
   ],
 );
+
+/**
+ * One row: a random id of this database, written by the migration. A local settlement journal
+ * records it and is replayed only into the database it belongs to (tests and operators may point
+ * instances sharing a data directory at different databases).
+ */
+export const databaseIdentity = pgTable("database_identity", {
+  id: text("id").primaryKey(),
+});

@@ -1,4 +1,4 @@
-import { bigint, bigserial, boolean, index, integer, pgTable, text, timestamp } from "drizzle-orm/pg-core";
+import { bigint, bigserial, boolean, index, integer, pgTable, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
 import { accounts } from "./accounts.ts";
 
 /** One row per billed request or video job: what was used and what it cost. */
@@ -33,6 +33,8 @@ export const usageRecords = pgTable(
     /** upstream/plugin that served it, for failing-upstream views */
     plugin: text("plugin"),
     errorCode: text("error_code"),
+    /** what was not credible in the upstream's usage and how it was billed instead (e.g. "completion_tokens 1000000000 > 16 allowed") */
+    anomaly: text("anomaly"),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [
@@ -40,5 +42,7 @@ export const usageRecords = pgTable(
     index("usage_created_idx").on(t.createdAt),
     // one account's time series (console client view, /admin/usage/timeseries?account=) without scanning its whole history
     index("usage_account_created_idx").on(t.accountId, t.createdAt),
+    // one row per request or job: the settlement's exactly-once key (a replayed settlement finds it and does nothing)
+    uniqueIndex("usage_ref_uniq").on(t.ref),
   ],
 );

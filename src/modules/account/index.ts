@@ -1,6 +1,6 @@
 import { Elysia, t } from "elysia";
 import type { AppDeps } from "../../deps.ts";
-import { getBalance } from "../../billing/index.ts";
+import { clientBalance } from "../../billing/index.ts";
 import { authErrors } from "../../http/schemas.ts";
 import { requireKey } from "../../http/require-key.ts";
 import { listUsage } from "./service.ts";
@@ -36,11 +36,17 @@ export const accountRoutes = (deps: AppDeps) =>
     .get(
       "/account",
       async ({ principal }) => {
-        const b = await getBalance(deps.database.db, principal.accountId);
+        // this instance's queued settlements land first: a client sees its own requests at once
+        await deps.billing.sync();
+        const b = await clientBalance(deps.database.db, principal.accountId);
         return { object: "account" as const, id: principal.accountId, key_prefix: principal.keyPrefix, balance: b.balance, held: b.held, available: b.available, currency: "micro-USD" as const };
       },
       {
-        detail: { summary: "Account balance", description: "Credits of the calling key's account (integer micro-dollars: 1 USD = 1,000,000)", security: [{ bearer: [] }] },
+        detail: {
+          summary: "Account balance",
+          description: "Credits of the calling key's account (integer micro-dollars: 1 USD = 1,000,000). `held`: the worst case of the account's requests and video jobs in flight; `available` = `balance` − `held`, what it can still spend. A request's charge shows here within a second of its response.",
+          security: [{ bearer: [] }],
+        },
         response: {
           200: t.Object(
             { object: t.Literal("account"), id: t.String(), key_prefix: t.String(), balance: t.Integer(), held: t.Integer(), available: t.Integer(), currency: t.Literal("micro-USD") },
@@ -50,7 +56,7 @@ export const accountRoutes = (deps: AppDeps) =>
         },
       },
     )
-    .get("/usage", ({ principal, query }) => listUsage(deps.database.db, principal.accountId, { limit: query.limit ?? 50, before: query.before }), {
+    .get("/usage", async ({ principal, query }) => (await deps.billing.sync(), listUsage(deps.database.db, principal.accountId, { limit: query.limit ?? 50, before: query.before })), {
       query: PageQuery,
       detail: { summary: "List usage records", description: "The account's usage records, newest first (cursor pagination with `before`)", security: [{ bearer: [] }] },
       response: { 200: t.Object({ object: t.Literal("list"), data: t.Array(UsageRecord), has_more: t.Boolean(), next_before: t.Nullable(t.Integer()) }), ...authErrors },

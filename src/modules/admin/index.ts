@@ -57,8 +57,17 @@ export const adminRoutes = (deps: AppDeps) => {
       detail: { summary: "List accounts", security },
       response: { 200: listOf(AccountView, AccountView.examples?.[0]), ...adminErrors },
     })
-    .get("/accounts/:id", async ({ params }) => svc.publicAccount(await svc.getAccount(db, params.id)), {
-      detail: { summary: "Get an account", description: "An account with its balance, held and available credits", security },
+    .get("/accounts/:id", async ({ params }) => {
+      await deps.billing.sync();
+      const account = svc.publicAccount(await svc.getAccount(db, params.id));
+      const b = await billing.clientBalance(db, params.id);
+      return { ...account, leased: { idle: b.leasedIdle, leases: b.leases } };
+    }, {
+      detail: {
+        summary: "Get an account",
+        description: "An account with its balance, held and available credits. Operator view: `held` includes credit instances reserved ahead (leases); `leased.idle` is the part of it no request uses yet (a client sees it as available).",
+        security,
+      },
       response: accountReply,
     })
     .patch("/accounts/:id/limits", async ({ params, body }) => svc.publicAccount(await svc.setAccountLimits(db, params.id, toLimits(body))), {
@@ -91,6 +100,7 @@ export const adminRoutes = (deps: AppDeps) => {
       },
     )
     .get("/accounts/:id/ledger", async ({ params, query }) => {
+      await deps.billing.sync();
       await svc.getAccount(db, params.id);
       return listLedger(db, params.id, { limit: query.limit ?? 50, before: query.before });
     }, { query: PageQuery, detail: { summary: "The account's ledger, newest first", security }, response: { 200: LedgerPage, ...adminErrors } })

@@ -75,6 +75,10 @@ export const AccountView = t.Object(
     balance: t.Integer({ description: "micro-dollars" }),
     held: t.Integer({ description: "micro-dollars reserved by open holds" }),
     available: t.Integer({ description: "balance − held" }),
+    leased: t.Optional(t.Object({
+      idle: t.Integer({ description: "part of held that instances reserved ahead and no request uses yet, micro-dollars" }),
+      leases: t.Integer({ description: "open credit leases (one per instance serving the account)" }),
+    })),
     limits: LimitsView,
     created_at: t.String(),
   },

@@ -1,65 +1,48 @@
 /**
- * The end of every chat request: settle (or release) its hold and write its usage record in one
- * statement, so a usage row exists exactly when the money moved.
+ * The end of every chat request: turn what the upstream reported and what reelay counted into
+ * credible usage (usage-sanity.ts), then settle or release the request's charge.
  */
-import { release, settle } from "../../billing/index.ts";
-import type { Db } from "../../db/index.ts";
-import type { UsageFacts } from "../../usage/record-usage.ts";
-import type { ModelPricing } from "../../plugin-sdk/index.ts";
+import { credibleCount, joinAnomalies, type Charge } from "../../billing/index.ts";
 
-/** Cost in integer micro-dollars, rounded up once over the whole request (rates are per million tokens). */
-export function chatCost(pricing: ModelPricing, promptTokens: number, completionTokens: number): number {
-  return Math.ceil((promptTokens * (pricing.inputPerMillion ?? 0) + completionTokens * (pricing.outputPerMillion ?? 0)) / 1_000_000);
-}
-
-export interface OpenRequest {
-  holdId: string;
-  accountId: string;
-  keyId: string;
-  ref: string;
-  model: string;
-  plugin: string;
-  pricing: ModelPricing;
-  startedAt: number;
+/** The most a request may be billed for, in tokens. */
+export interface ChatAllowance {
+  prompt: number;
+  completion: number;
 }
 
 export interface ChatOutcome {
   /** HTTP status the client got (200 for a stream that failed after its headers) */
   status: number;
-  /** false: nothing is charged and the hold is released (no token was produced or delivered) */
+  /** false: nothing is charged and the worst case is given back (no token was produced or delivered) */
   charge: boolean;
-  promptTokens: number;
-  completionTokens: number;
+  /** the upstream's numbers as received (anything at all; undefined when it reported none) */
+  reported: { prompt: unknown; completion: unknown };
+  /** reelay's own counts: the prompt estimate, and the completion tokens it can see (lazily counted) */
+  local: { prompt: number; completion: number | (() => number) };
+  /** completion tokens actually written to the client (null: all of the billed completion, a non-streamed reply) */
   deliveredTokens: number | null;
-  reportedTokens: number | null;
-  tokenSource: "upstream" | "local" | null;
   disconnected: boolean;
   errorCode: string | null;
 }
 
-/** Returns the micro-dollars actually charged. */
-export async function closeRequest(db: Db, req: OpenRequest, out: ChatOutcome): Promise<number> {
-  const cost = out.charge ? chatCost(req.pricing, out.promptTokens, out.completionTokens) : 0;
-  const reason = `chat ${req.model}`;
-  const usage: UsageFacts = {
-    accountId: req.accountId,
-    keyId: req.keyId,
-    ref: req.ref,
-    kind: "chat",
-    model: req.model,
-    promptTokens: out.charge ? out.promptTokens : null,
-    completionTokens: out.charge ? out.completionTokens : null,
-    deliveredTokens: out.deliveredTokens,
-    reportedTokens: out.reportedTokens,
-    tokenSource: out.tokenSource,
+/** Settle or release; returns the micro-dollars charged. */
+export function closeRequest(charge: Charge, allowed: ChatAllowance, out: ChatOutcome): { cost: number; promptTokens: number; completionTokens: number } {
+  const reportedCompletion = typeof out.reported.completion === "number" && Number.isSafeInteger(out.reported.completion) && out.reported.completion >= 0 ? out.reported.completion : null;
+  if (!out.charge) {
+    charge.release({ status: out.status, deliveredTokens: out.deliveredTokens, reportedTokens: reportedCompletion, tokenSource: null, disconnected: out.disconnected, errorCode: out.errorCode });
+    return { cost: 0, promptTokens: 0, completionTokens: 0 };
+  }
+  const prompt = credibleCount("prompt_tokens", out.reported.prompt, { local: out.local.prompt, max: allowed.prompt });
+  const completion = credibleCount("completion_tokens", out.reported.completion, { local: out.local.completion, max: allowed.completion });
+  const cost = charge.settle({
     status: out.status,
+    usage: { promptTokens: prompt.tokens, completionTokens: completion.tokens },
+    deliveredTokens: out.deliveredTokens ?? completion.tokens,
+    reportedTokens: reportedCompletion,
+    tokenSource: completion.source,
     disconnected: out.disconnected,
-    latencyMs: Math.round(performance.now() - req.startedAt),
-    plugin: req.plugin,
     errorCode: out.errorCode,
-  };
-  // One autocommitted statement each: the money and the usage row move together.
-  if (out.charge) return (await settle(db, req.holdId, cost, reason, { usage })).charged;
-  await release(db, req.holdId, `${reason}: ${out.errorCode ?? "no tokens produced"}`, { usage });
-  return 0;
+    anomaly: joinAnomalies(prompt.anomaly, completion.anomaly),
+  });
+  return { cost, promptTokens: prompt.tokens, completionTokens: completion.tokens };
 }

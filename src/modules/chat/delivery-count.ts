@@ -1,21 +1,23 @@
 /**
  * What one streamed response has delivered, and what the upstream reported. Only events actually
- * handed to the client count: a client that disconnects is billed on these numbers.
+ * handed to the client count: a client that disconnects is billed on these numbers. The upstream's
+ * numbers are kept as received (anything at all); close-request.ts decides whether they are credible.
  */
 import { countTextTokens } from "../../text/tokens.ts";
 
 export class DeliveryCount {
   private text = "";
-  /** completion_tokens of the last delivered chunk that carried running usage (vLLM continuous_usage_stats) */
-  private runningCompletion: number | null = null;
-  /** the upstream's last reported usage, delivered to the client or not */
-  reported: { prompt: number; completion: number } | null = null;
+  private counted: number | null = null;
+  /** completion_tokens of the last delivered chunk that carried running usage (vLLM continuous_usage_stats), as received */
+  running: unknown = undefined;
+  /** the upstream's last reported usage, delivered to the client or not, as received */
+  reported: { prompt: unknown; completion: unknown } | null = null;
   events = 0;
 
   /** note the usage an upstream event reports (called for every event, even ones not relayed) */
   observe(json: any): void {
     const u = json?.usage;
-    if (u && typeof u.prompt_tokens === "number" && typeof u.completion_tokens === "number") this.reported = { prompt: u.prompt_tokens, completion: u.completion_tokens };
+    if (u && typeof u === "object" && (u.prompt_tokens !== undefined || u.completion_tokens !== undefined)) this.reported = { prompt: u.prompt_tokens, completion: u.completion_tokens };
   }
 
   /** an event was written to the client */
@@ -29,15 +31,12 @@ export class DeliveryCount {
       for (const tc of Array.isArray(d?.tool_calls) ? d.tool_calls : []) if (typeof tc?.function?.arguments === "string") this.text += tc.function.arguments;
     }
     const u = json?.usage;
-    if (choices.length > 0 && typeof u?.completion_tokens === "number") this.runningCompletion = u.completion_tokens;
+    if (choices.length > 0 && u && typeof u === "object" && u.completion_tokens !== undefined) this.running = u.completion_tokens;
+    this.counted = null;
   }
 
-  /** completion tokens delivered: the upstream's running count when it sends one, else reelay's tokenizer */
-  get tokens(): number {
-    return this.runningCompletion ?? countTextTokens(this.text);
-  }
-
-  get source(): "upstream" | "local" {
-    return this.runningCompletion === null ? "local" : "upstream";
+  /** completion tokens delivered, by reelay's tokenizer */
+  localTokens(): number {
+    return (this.counted ??= countTextTokens(this.text));
   }
 }

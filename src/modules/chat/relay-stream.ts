@@ -34,7 +34,7 @@ export async function streamChat(deps: AppDeps, call: ChatCall): Promise<Respons
     first = await events.next();
   } catch (err) {
     call.signal.removeEventListener("abort", onClientGone);
-    throw await failChat(deps, call, p, err, call.signal.aborted);
+    throw failChat(deps, call, p, err, call.signal.aborted);
   }
   relay = new Relay(deps, call, p, events, first, upstream, () => call.signal.removeEventListener("abort", onClientGone));
   return new Response(relay.body, {
@@ -147,24 +147,24 @@ class Relay {
       plugin: this.p.model.plugin, model: this.p.model.id, ms: performance.now() - this.call.startedAt,
       outcome: end.kind === "failed" ? "error" : "ok", errorKind: end.kind === "failed" ? (end.err as { kind?: string }).kind : undefined,
     });
-    const delivered = this.count.tokens;
+    const delivered = this.count.localTokens();
     const reported = this.count.reported;
-    const billOnReport = end.kind === "done" && reported !== null;
+    // the upstream's final count when the stream ended normally; else what was delivered, by the
+    // upstream's running count when it sends one (vLLM continuous_usage_stats), else reelay's own
+    const completion = end.kind === "done" && reported ? reported.completion : this.count.running;
     try {
-      await finishChat(this.deps, this.call, this.p, {
+      finishChat(this.call, this.p, {
         status: 200,
         // a stream that broke (or was abandoned) before any token costs nothing
         charge: end.kind === "done" || delivered > 0,
-        promptTokens: reported?.prompt ?? this.p.promptEstimate,
-        completionTokens: billOnReport ? reported.completion : delivered,
+        reported: { prompt: reported?.prompt, completion },
+        local: { prompt: this.p.promptEstimate, completion: delivered },
         deliveredTokens: delivered,
-        reportedTokens: reported?.completion ?? null,
-        tokenSource: billOnReport ? "upstream" : this.count.source,
         disconnected: end.kind === "disconnected",
         errorCode: end.kind === "disconnected" ? "client_disconnected" : apiError?.code ?? null,
       });
     } catch (err) {
-      this.deps.logger.error({ err, requestId: this.call.requestId }, "chat stream: settling failed; the hold expires and is released by the sweeper");
+      this.deps.logger.error({ err, requestId: this.call.requestId }, "chat stream: settling failed");
     }
     if (end.kind === "disconnected") return;
     try {

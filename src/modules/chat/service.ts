@@ -3,23 +3,31 @@
  * settle on the real usage. Streaming continues in relay-stream.ts.
  */
 import type { Principal } from "../../auth/authenticate-key.ts";
-import { hold } from "../../billing/index.ts";
+import { ABSURD_TOKENS, openCharge, priceOf, type Charge } from "../../billing/index.ts";
 import type { AppDeps } from "../../deps.ts";
 import { resolveModel } from "../../registry/resolve-model.ts";
 import type { RequestFacts } from "../../ops/hooks.ts";
 import type { ChatCapability, TokenUsage } from "../../plugin-sdk/index.ts";
 import type { RegisteredModel } from "../../registry/model-registry.ts";
 import { countTextTokens, estimateChatRequestTokens } from "../../text/tokens.ts";
-import { chatCost, closeRequest, type ChatOutcome, type OpenRequest } from "./close-request.ts";
+import { closeRequest, type ChatAllowance, type ChatOutcome } from "./close-request.ts";
 import type { ChatCompletionRequest } from "./model.ts";
 import { clientErrorFrom } from "../../http/plugin-errors.ts";
 
 /**
  * Output tokens held when neither the client nor the model config bounds the reply (and the model
  * has no context length either). A reply longer than this is still billed in full from the
- * account's available credits at settlement (never below zero; see billing.settle).
+ * account's available credits at settlement (never below zero; see billing/settle-batch.ts).
  */
 export const DEFAULT_HOLD_OUTPUT_TOKENS = 4096;
+/**
+ * Prompt tokens an upstream may credibly report beyond reelay's estimate: other tokenizers count
+ * up to ~2–3× cl100k on code or non-English text, chat templates add a few hundred, and an image or
+ * audio part costs up to ~16k tokens on today's vision models (the estimate counts text only).
+ */
+const PROMPT_SLACK_FACTOR = 4;
+const PROMPT_SLACK_TOKENS = 256;
+const MEDIA_PART_TOKENS = 16_384;
 
 /** What the controller hands the service: no Elysia context, only plain values. */
 export interface ChatCall {
@@ -38,7 +46,9 @@ export interface PreparedChat {
   /** the client's body with max tokens clamped (model is mapped by the plugin) */
   forwarded: Record<string, unknown>;
   promptEstimate: number;
-  open: OpenRequest;
+  charge: Charge;
+  /** the most the request may be billed for (usage beyond it is an upstream anomaly) */
+  allowed: ChatAllowance;
   /** x-ratelimit-*-tokens headers from the token budget */
   headers: Record<string, string>;
 }
@@ -60,7 +70,24 @@ export function clampOutput(body: Record<string, unknown>, model: Pick<Registere
     asked.push(clamped);
   }
   const maxOutput = asked.length ? Math.min(...asked) : cap ?? (model.contextLength ? Math.max(1, model.contextLength - promptTokens) : DEFAULT_HOLD_OUTPUT_TOKENS);
-  return { forwarded, maxOutput };
+  // bounded: the reply cannot credibly be longer than maxOutput (else only the hold is maxOutput)
+  const bounded = asked.length > 0 || cap !== undefined || model.contextLength !== undefined;
+  return { forwarded, maxOutput, bounded };
+}
+
+/** What a request allows to be billed: output up to its bound × n, prompt up to a generous multiple of the estimate and the context. */
+export function chatAllowance(body: Record<string, unknown>, model: Pick<RegisteredModel, "contextLength">, promptEstimate: number, out: { maxOutput: number; bounded: boolean }, choices: number): ChatAllowance {
+  const media = mediaParts(body.messages);
+  const prompt = Math.min(model.contextLength ?? Infinity, PROMPT_SLACK_FACTOR * promptEstimate + PROMPT_SLACK_TOKENS + MEDIA_PART_TOKENS * media);
+  return { prompt, completion: (out.bounded ? out.maxOutput : ABSURD_TOKENS) * choices };
+}
+
+/** content parts that are not text (images, audio, files) */
+function mediaParts(messages: unknown): number {
+  let n = 0;
+  if (Array.isArray(messages))
+    for (const m of messages) if (Array.isArray(m?.content)) for (const part of m.content) if (part && typeof part === "object" && part.type !== "text") n++;
+  return n;
 }
 
 /** Prompt estimate for the hold and for bills without upstream usage; tool definitions count as their JSON. */
@@ -72,41 +99,36 @@ export async function prepareChat(deps: AppDeps, call: ChatCall): Promise<Prepar
   const model = resolveModel(deps, call.principal, call.body.model, "chat");
   const chat = model.instance.chat!;
   const promptEstimate = estimatePrompt(call.body);
-  const { forwarded, maxOutput } = clampOutput(call.body, model, promptEstimate);
+  const output = clampOutput(call.body, model, promptEstimate);
   const choices = call.body.n ?? 1;
   call.note({ model: model.id });
-  const headers = await deps.tokenBudget.consume(call.principal, promptEstimate + maxOutput * choices);
-  const worstCase = chatCost(model.pricing, promptEstimate, maxOutput * choices);
-  const h = await hold(deps.database.db, {
-    accountId: call.principal.accountId,
-    amount: worstCase,
-    ref: call.requestId,
-    reason: `chat ${model.id}: hold for ${promptEstimate} prompt + ${maxOutput * choices} output tokens`,
-    expiresAt: new Date(Date.now() + deps.config.holdTtlMs),
+  const headers = await deps.tokenBudget.consume(call.principal, promptEstimate + output.maxOutput * choices);
+  // an absurd `n` or max_tokens makes an absurd worst case: a 402, not an arithmetic error
+  const worstCase = Math.min(Number.MAX_SAFE_INTEGER, priceOf(model.pricing, { promptTokens: promptEstimate, completionTokens: output.maxOutput * choices }));
+  const charge = await openCharge(deps, {
+    accountId: call.principal.accountId, keyId: call.principal.keyId, ref: call.requestId, kind: "chat",
+    model: model.id, plugin: model.plugin, pricing: model.pricing, worstCase, startedAt: call.startedAt,
+    reason: `chat ${model.id}: hold for ${promptEstimate} prompt + ${output.maxOutput * choices} output tokens`,
   });
-  const open: OpenRequest = {
-    holdId: h.id, accountId: call.principal.accountId, keyId: call.principal.keyId, ref: call.requestId,
-    model: model.id, plugin: model.plugin, pricing: model.pricing, startedAt: call.startedAt,
-  };
-  return { model, chat, forwarded, promptEstimate, open, headers };
+  const allowed = chatAllowance(call.body, model, promptEstimate, output, choices);
+  return { model, chat, forwarded: output.forwarded, promptEstimate, charge, allowed, headers };
 }
 
-/** Close the request (billing + usage row), report it, and return what was charged. */
-export async function finishChat(deps: AppDeps, call: ChatCall, p: PreparedChat, out: ChatOutcome): Promise<number> {
-  const cost = await closeRequest(deps.database.db, p.open, out);
-  if (cost > 0) deps.telemetry.charged({ model: p.model.id, kind: "chat", micros: cost, promptTokens: out.promptTokens, completionTokens: out.completionTokens });
-  call.note({ promptTokens: out.promptTokens, completionTokens: out.completionTokens, cost, disconnected: out.disconnected });
-  return cost;
+/** Close the request (money + usage row, queued), report it, and return what was charged. */
+export function finishChat(call: ChatCall, p: PreparedChat, out: ChatOutcome): number {
+  const r = closeRequest(p.charge, p.allowed, out);
+  call.note({ promptTokens: r.promptTokens, completionTokens: r.completionTokens, cost: r.cost, disconnected: out.disconnected });
+  return r.cost;
 }
 
 /** Release the hold of a request that produced nothing, record it, and return the client's error. */
-export async function failChat(deps: AppDeps, call: ChatCall, p: PreparedChat, err: unknown, disconnected = false) {
+export function failChat(deps: AppDeps, call: ChatCall, p: PreparedChat, err: unknown, disconnected = false) {
   const apiError = clientErrorFrom(err);
   if (apiError.status === 500 && !disconnected) deps.logger.error({ err, requestId: call.requestId }, "chat: unexpected error from the plugin");
   deps.telemetry.upstream({ plugin: p.model.plugin, model: p.model.id, ms: performance.now() - call.startedAt, outcome: "error", errorKind: (err as { kind?: string }).kind });
-  await finishChat(deps, call, p, {
-    status: disconnected ? 499 : apiError.status, charge: false, promptTokens: 0, completionTokens: 0, deliveredTokens: 0, reportedTokens: null,
-    tokenSource: null, disconnected, errorCode: disconnected ? "client_disconnected" : apiError.code,
+  finishChat(call, p, {
+    status: disconnected ? 499 : apiError.status, charge: false, reported: { prompt: undefined, completion: undefined }, local: { prompt: 0, completion: 0 },
+    deliveredTokens: 0, disconnected, errorCode: disconnected ? "client_disconnected" : apiError.code,
   });
   return apiError;
 }
@@ -118,18 +140,18 @@ export async function completeChat(deps: AppDeps, call: ChatCall): Promise<Respo
   try {
     result = await p.chat.complete(p.forwarded, { signal: call.signal });
   } catch (err) {
-    throw await failChat(deps, call, p, err, call.signal.aborted);
+    throw failChat(deps, call, p, err, call.signal.aborted);
   }
   deps.telemetry.upstream({ plugin: p.model.plugin, model: p.model.id, ms: performance.now() - call.startedAt, outcome: "ok" });
   const { completion, usage } = result;
-  const local = usage ? 0 : countTextTokens(completionText(completion));
-  await finishChat(deps, call, p, {
+  const u = usage as { prompt_tokens?: unknown; completion_tokens?: unknown } | undefined;
+  let counted: number | null = null;
+  const local = () => (counted ??= countTextTokens(completionText(completion)));
+  finishChat(call, p, {
     status: 200, charge: true,
-    promptTokens: usage?.prompt_tokens ?? p.promptEstimate,
-    completionTokens: usage?.completion_tokens ?? local,
-    deliveredTokens: usage?.completion_tokens ?? local,
-    reportedTokens: usage?.completion_tokens ?? null,
-    tokenSource: usage ? "upstream" : "local",
+    reported: { prompt: u?.prompt_tokens, completion: u?.completion_tokens },
+    local: { prompt: p.promptEstimate, completion: local },
+    deliveredTokens: null,
     disconnected: false, errorCode: null,
   });
   if (completion && typeof completion === "object") completion.model = p.model.id;

@@ -151,7 +151,7 @@ describe("local model (use-lite)", () => {
     expect(after.held).toBe(0);
     const rows = await usageRows(c.key);
     expect(rows.length).toBe(1);
-    expect(rows[0]).toMatchObject({ kind: "embeddings", model: "use-lite", prompt_tokens: tokens, cost, status: 200, token_source: "upstream" });
+    expect(rows[0]).toMatchObject({ kind: "embeddings", model: "use-lite", prompt_tokens: tokens, cost, status: 200, token_source: "local" });
   });
 
   test("limits and bad inputs answer 400 envelopes naming the field", async () => {

@@ -1,9 +1,9 @@
 /**
- * One embeddings request: model → limits → token count → rate budget → hold → plugin → settle and
- * usage row in one transaction (or release and usage row on failure).
+ * One embeddings request: model → limits → token count → rate budget → charge opened (approval) →
+ * plugin → charge settled on credible usage (or released on failure), with its usage row.
  */
 import type { Principal } from "../../auth/authenticate-key.ts";
-import { hold, release, settle } from "../../billing/index.ts";
+import { credibleCount, openCharge, priceOf, type Charge } from "../../billing/index.ts";
 import type { AppDeps } from "../../deps.ts";
 import { ApiError, badRequest } from "../../errors.ts";
 import { apiErrorFromPlugin } from "../../http/plugin-errors.ts";
@@ -14,9 +14,6 @@ import type { RegisteredModel } from "../../registry/model-registry.ts";
 import { encodeEmbedding, type EncodingFormat } from "./encode.ts";
 import { countInputTokens, limitsFor, normalizeInput } from "./inputs.ts";
 import type { EmbeddingsBody, EmbeddingsResponse } from "./model.ts";
-import type { UsageFacts } from "../../usage/record-usage.ts";
-
-type EmbeddingsUsage = Pick<UsageFacts, "promptTokens" | "tokenSource" | "status" | "errorCode" | "disconnected">;
 
 export interface EmbeddingsOutcome {
   body: EmbeddingsResponse;
@@ -26,8 +23,12 @@ export interface EmbeddingsOutcome {
   cost: number;
 }
 
-/** micro-dollars for `tokens` at `perMillion` micro-dollars per million tokens, rounded up */
-export const costOf = (tokens: number, perMillion: number) => Math.ceil((tokens * perMillion) / 1_000_000);
+/**
+ * Prompt tokens an upstream may credibly report beyond reelay's count of the inputs (other
+ * tokenizers count up to ~2–3× cl100k on code or non-English text).
+ */
+const PROMPT_SLACK_FACTOR = 4;
+const PROMPT_SLACK_TOKENS = 64;
 
 export async function createEmbeddings(
   deps: AppDeps,
@@ -50,36 +51,28 @@ export async function createEmbeddings(
 
   const estimate = (await countInputTokens(cap, input, limits)).reduce((n, c) => n + c, 0);
   const headers = await deps.tokenBudget.consume(principal, estimate);
-  const price = model.pricing.inputPerMillion ?? 0;
-  const db = deps.database.db;
-  const reason = `embeddings ${model.id} ${opts.ref}`;
-  const h = await hold(db, {
-    accountId: principal.accountId,
-    amount: costOf(estimate, price),
-    ref: opts.ref,
-    reason,
-    expiresAt: new Date(Date.now() + deps.config.holdTtlMs),
+  const started = performance.now();
+  const charge = await openCharge(deps, {
+    accountId: principal.accountId, keyId: principal.keyId, ref: opts.ref, kind: "embeddings", model: model.id, plugin: model.plugin,
+    pricing: model.pricing, worstCase: priceOf(model.pricing, { promptTokens: estimate }), reason: `embeddings ${model.id}: hold for ${estimate} tokens`, startedAt: started,
   });
 
-  const started = performance.now();
-  const usageRow = (u: EmbeddingsUsage): UsageFacts => ({
-    ...u, kind: "embeddings", accountId: principal.accountId, keyId: principal.keyId, ref: opts.ref, model: model.id, plugin: model.plugin,
-    latencyMs: Math.round(performance.now() - started),
-  });
   let result: EmbeddingsResult;
   try {
     const inputs = input.kind === "text" ? input.texts : [];
     result = await cap.embed({ body, inputs }, { signal: opts.signal });
   } catch (err) {
-    throw await failure(deps, model, err, opts.signal, started, async (row) => {
-      await release(db, h.id, `${reason}: failed`, { usage: usageRow(row) });
-    });
+    throw failure(deps, model, err, opts.signal, started, charge);
   }
   deps.telemetry.upstream({ plugin: model.plugin, model: model.id, ms: performance.now() - started, outcome: "ok" });
 
+  // A model that tokenizes in process (countTokens) counted the inputs itself: that count is local.
+  // Otherwise the upstream's count is billed when credible (token-array inputs: 0 is not).
   const reported = result.usage?.prompt_tokens;
-  const reportedOk = Number.isSafeInteger(reported) && reported >= 0 && !(input.kind === "tokens" && reported === 0);
-  const promptTokens = reportedOk ? reported : estimate;
+  const counted = cap.countTokens
+    ? { tokens: estimate, source: "local" as const, anomaly: null }
+    : credibleCount("prompt_tokens", input.kind === "tokens" && reported === 0 ? undefined : reported, { local: estimate, max: PROMPT_SLACK_FACTOR * estimate + PROMPT_SLACK_TOKENS });
+  const promptTokens = counted.tokens;
   const format: EncodingFormat = body.encoding_format ?? "float";
   const response: EmbeddingsResponse = {
     object: "list",
@@ -88,22 +81,12 @@ export async function createEmbeddings(
     usage: { prompt_tokens: promptTokens, total_tokens: promptTokens },
   };
 
-  const settlement = await settle(db, h.id, costOf(promptTokens, price), reason, {
-    usage: usageRow({ promptTokens, tokenSource: reportedOk ? "upstream" : "local", status: 200, errorCode: null, disconnected: false }),
-  });
-  deps.telemetry.charged({ model: model.id, kind: "embeddings", micros: settlement.charged, promptTokens });
-  return { body: response, headers, promptTokens, cost: settlement.charged };
+  const cost = charge.settle({ status: 200, usage: { promptTokens }, tokenSource: counted.source, anomaly: counted.anomaly });
+  return { body: response, headers, promptTokens, cost };
 }
 
 /** Record the failure (release + usage row) and return what the client should see. */
-async function failure(
-  deps: AppDeps,
-  model: RegisteredModel,
-  err: unknown,
-  signal: AbortSignal,
-  started: number,
-  record: (row: EmbeddingsUsage) => Promise<void>,
-): Promise<unknown> {
+function failure(deps: AppDeps, model: RegisteredModel, err: unknown, signal: AbortSignal, started: number, charge: Charge): unknown {
   const disconnected = signal.aborted && !(err instanceof PluginError);
   let mapped: ApiError | null = null;
   if (!disconnected) {
@@ -116,7 +99,7 @@ async function failure(
   const status = disconnected ? 499 : mapped?.status ?? 500;
   const errorCode = disconnected ? "client_disconnected" : mapped?.code ?? "internal_error";
   deps.telemetry.upstream({ plugin: model.plugin, model: model.id, ms: performance.now() - started, outcome: "error", errorKind: err instanceof PluginError ? err.kind : "internal" });
-  await record({ promptTokens: null, tokenSource: "local", status, errorCode, disconnected });
+  charge.release({ status, errorCode, disconnected, tokenSource: "local" });
   if (disconnected) return new ApiError(499, "invalid_request_error", "The client closed the request.", { code: "client_disconnected" });
   return mapped ?? err;
 }

@@ -6,7 +6,7 @@
 import { createHash, randomInt } from "node:crypto";
 import { sql } from "drizzle-orm";
 import type { Principal } from "../../auth/authenticate-key.ts";
-import { hold, randomId } from "../../billing/index.ts";
+import { openJobCharge, randomId } from "../../billing/index.ts";
 import { query, type Tx } from "../../db/index.ts";
 import type { AppDeps } from "../../deps.ts";
 import { ApiError, badRequest } from "../../errors.ts";
@@ -52,7 +52,6 @@ export async function submitVideo(deps: AppDeps, principal: Principal, body: Sub
   const webhookUrl = body.webhook_url === undefined ? null : await checkJobWebhook(db, { allowedNetworks: deps.config.webhooks.allowedNetworks }, principal.accountId, body.webhook_url);
   const image = await readSourceImage(body, { maxImageBytes: deps.config.maxImageBytes });
   const seed = body.seed ?? randomInt(0, 2 ** 32 - 1);
-  const amount = (model.pricing.perSecond ?? 0) * seconds;
   const limit = principal.limits.videoConcurrency ?? deps.config.rateLimits.concurrentVideoJobs;
   const id = randomId("vid");
 
@@ -74,13 +73,13 @@ export async function submitVideo(deps: AppDeps, principal: Principal, body: Sub
           });
         }
       }
-      const h = await hold(tx, { accountId: principal.accountId, amount, ref: id, reason: `video ${id}: ${model.id}, ${seconds} s`, expiresAt: null });
+      const holdId = await openJobCharge(tx, { accountId: principal.accountId, jobId: id, model: model.id, seconds, pricing: model.pricing });
       const rows = await query<{ created_at: string | Date }>(tx, sql`
         INSERT INTO video_jobs (webhook_url, links_base, id, account_id, key_id, model, status, prompt, negative_prompt, seed, steps, seconds, width, height,
           image, image_mime, hold_id, idempotency_key, request_hash)
         VALUES (${webhookUrl}, ${deps.config.publicUrl ?? origin}, ${id}, ${principal.accountId}, ${principal.keyId}, ${model.id}, 'queued', ${body.prompt}, ${body.negative_prompt ?? null}, ${seed},
           ${body.steps ?? null}, ${seconds}, ${width}, ${height}, ${Buffer.from(image.bytes.buffer, image.bytes.byteOffset, image.bytes.byteLength)}, ${image.mime},
-          ${h.id}, ${idempotencyKey}, ${requestHash})
+          ${holdId}, ${idempotencyKey}, ${requestHash})
         ON CONFLICT (account_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING created_at`);
       // another key of the same account won the race for this Idempotency-Key: undo our hold

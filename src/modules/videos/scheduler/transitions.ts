@@ -7,8 +7,7 @@
 import { sql, type SQL } from "drizzle-orm";
 import type { AppDeps } from "../../../deps.ts";
 import { query, type Tx } from "../../../db/index.ts";
-import { release, settle } from "../../../billing/index.ts";
-import { recordUsage } from "../../../usage/record-usage.ts";
+import { closeJobCharge, type JobOutcome } from "../../../billing/index.ts";
 import { enqueueJobEvent, eventTypeFor } from "../../webhooks/outbox.ts";
 
 export const JOB_STATUSES = ["queued", "processing", "completed", "failed", "expired"] as const;
@@ -84,10 +83,9 @@ export async function completeJob(deps: Pick<AppDeps, "database" | "telemetry" |
         expires_at = now() + ${deps.config.videoRetentionMs} * interval '1 millisecond', error_code = NULL, error_message = NULL, ${clearLease}`,
     });
     if (!done) return;
+    // the outbox row first: billing's account lock is then held no longer than the money part needs (webhooks/outbox.ts)
     await enqueueJobEvent(tx, id, eventTypeFor("completed"), { publicUrl: deps.config.publicUrl, retryWindowMs: deps.config.webhooks.retryWindowMs });
-    const amount = done.holdId ? Number((await query<{ amount: number }>(tx, sql`SELECT amount::float8 AS amount FROM holds WHERE id = ${done.holdId}`))[0]?.amount ?? 0) : 0;
-    if (done.holdId) charged = (await settle(tx, done.holdId, amount, `video ${id}: ${done.seconds} s`)).charged;
-    await insertUsage(tx, done, { cost: charged, status: 200, plugin: extra.plugin, errorCode: null });
+    charged = await closeJobCharge(tx, jobOutcome(done, extra.plugin, null));
   });
   const job = done as TransitionedJob | null;
   if (!job) return false;
@@ -105,8 +103,7 @@ export async function failJob(deps: Pick<AppDeps, "database" | "telemetry" | "co
     });
     if (!job) return null;
     await enqueueJobEvent(tx, id, eventTypeFor("failed", error.code), { publicUrl: deps.config.publicUrl, retryWindowMs: deps.config.webhooks.retryWindowMs });
-    if (job.holdId) await release(tx, job.holdId, `video ${id} failed: ${error.code}`);
-    await insertUsage(tx, job, { cost: 0, status: error.code === "cancelled" ? 499 : 500, plugin: extra.plugin, errorCode: error.code });
+    await closeJobCharge(tx, jobOutcome(job, extra.plugin, { code: error.code, status: error.code === "cancelled" ? 499 : 500 }));
     return job;
   };
   const job = extra.tx ? await run(extra.tx) : await deps.database.db.transaction(run);
@@ -114,9 +111,9 @@ export async function failJob(deps: Pick<AppDeps, "database" | "telemetry" | "co
   return job;
 }
 
-async function insertUsage(tx: Tx, job: TransitionedJob, u: { cost: number; status: number; plugin: string | null; errorCode: string | null }) {
-  await recordUsage(tx, {
-    accountId: job.accountId, keyId: job.keyId, ref: job.id, kind: "video", model: job.model, seconds: job.seconds,
-    cost: u.cost, status: u.status, latencyMs: Math.min(2_147_483_647, Date.now() - job.createdAt.getTime()), plugin: u.plugin, errorCode: u.errorCode,
-  });
+function jobOutcome(job: TransitionedJob, plugin: string | null, failure: JobOutcome["failure"]): JobOutcome {
+  return {
+    holdId: job.holdId, jobId: job.id, accountId: job.accountId, keyId: job.keyId, model: job.model, seconds: job.seconds, plugin,
+    latencyMs: Date.now() - job.createdAt.getTime(), failure,
+  };
 }

@@ -1,0 +1,96 @@
+/**
+ * The one charge lifecycle of a synchronous request (chat, embeddings):
+ *
+ *   const charge = await openCharge(deps, { accountId, keyId, ref, kind, model, plugin, pricing, worstCase, reason });
+ *   … call the plugin …
+ *   charge.settle({ status: 200, usage: { promptTokens, completionTokens }, … })   // or
+ *   charge.release({ status: 502, errorCode: "upstream_error" })
+ *
+ * `openCharge` approves the worst case (402 / 503 when it cannot); settle and release are
+ * synchronous: the usage row and the money are written by the engine's next batch, and the
+ * settlement is journaled before they return. Price: `priceOf`. Video jobs: job-charge.ts.
+ */
+import type { AppDeps } from "../deps.ts";
+import type { ModelPricing } from "../plugin-sdk/index.ts";
+import type { UsageFacts } from "../usage/record-usage.ts";
+import type { Approval } from "./engine.ts";
+import { priceOf, type BillableUsage } from "./price.ts";
+
+export interface ChargeSpec {
+  accountId: string;
+  keyId: string | null;
+  /** the request id: one charge per ref, ever */
+  ref: string;
+  kind: "chat" | "embeddings";
+  model: string;
+  plugin: string;
+  pricing: ModelPricing;
+  /** micro-dollars approved before the call (priceOf the worst case) */
+  worstCase: number;
+  /** ledger reason of the approval, e.g. "chat m: hold for 12 prompt + 16 output tokens" */
+  reason: string;
+  /** performance.now() when the request started (usage row latency) */
+  startedAt: number;
+}
+
+/** What the usage row says besides tokens and cost. */
+export interface OutcomeFacts {
+  status: number;
+  deliveredTokens?: number | null;
+  reportedTokens?: number | null;
+  tokenSource?: "upstream" | "local" | null;
+  disconnected?: boolean;
+  errorCode?: string | null;
+  /** upstream usage that was not credible (see usage-sanity.ts) */
+  anomaly?: string | null;
+}
+
+export interface SettleOutcome extends OutcomeFacts {
+  /** credible counts only (usage-sanity.ts) */
+  usage: BillableUsage;
+}
+
+type ChargeDeps = Pick<AppDeps, "billing" | "telemetry" | "logger">;
+
+export class Charge {
+  private closed = false;
+
+  constructor(private readonly deps: ChargeDeps, readonly spec: ChargeSpec, private readonly approval: Approval) {}
+
+  /** Charge what was used (once); returns the cost in micro-dollars. */
+  settle(o: SettleOutcome): number {
+    if (this.closed) return 0;
+    this.closed = true;
+    const cost = priceOf(this.spec.pricing, o.usage);
+    this.close("settle", cost, o, o.usage);
+    this.deps.telemetry.charged({ model: this.spec.model, kind: this.spec.kind, micros: cost, promptTokens: o.usage.promptTokens, completionTokens: o.usage.completionTokens });
+    return cost;
+  }
+
+  /** Nothing was produced: charge nothing, give the worst case back (once). */
+  release(o: OutcomeFacts): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.close("release", 0, o, null);
+  }
+
+  private close(mode: "settle" | "release", actual: number, o: OutcomeFacts, usage: BillableUsage | null) {
+    const s = this.spec;
+    if (o.anomaly) this.deps.logger.warn({ ref: s.ref, model: s.model, plugin: s.plugin, anomaly: o.anomaly }, "upstream usage not credible; billed on reelay's own count");
+    const row: UsageFacts = {
+      accountId: s.accountId, keyId: s.keyId, ref: s.ref, kind: s.kind, model: s.model, plugin: s.plugin,
+      promptTokens: usage?.promptTokens ?? null, completionTokens: usage?.completionTokens ?? null,
+      deliveredTokens: o.deliveredTokens ?? null, reportedTokens: o.reportedTokens ?? null, tokenSource: o.tokenSource ?? null,
+      status: o.status, disconnected: o.disconnected ?? false, latencyMs: Math.round(performance.now() - s.startedAt),
+      errorCode: o.errorCode ?? null, anomaly: o.anomaly ?? null,
+    };
+    const reason = mode === "settle" ? `${s.kind} ${s.model}` : `${s.kind} ${s.model}: ${o.errorCode ?? "nothing produced"}`;
+    this.deps.billing.settle(this.approval, { mode, actual, reason, usage: row });
+  }
+}
+
+/** Approve the request's worst case and return its charge. Throws 402 insufficient_quota or 503. */
+export async function openCharge(deps: ChargeDeps, spec: ChargeSpec): Promise<Charge> {
+  const approval = await deps.billing.approve({ accountId: spec.accountId, ref: spec.ref, amount: spec.worstCase, reason: spec.reason });
+  return new Charge(deps, spec, approval);
+}

@@ -1,0 +1,18 @@
+import type { ModelPricing } from "../plugin-sdk/index.ts";
+
+/** What a request or job used, in the units prices are given in. */
+export interface BillableUsage {
+  promptTokens?: number;
+  completionTokens?: number;
+  seconds?: number;
+}
+
+/**
+ * The one price formula: integer micro-dollars, token rates per million rounded up once over the
+ * whole request (a 3-token embeddings request at $0.02/M costs 1 micro-dollar, not 0), plus the
+ * per-second price of video. Inputs must be credible non-negative integers (see usage-sanity.ts).
+ */
+export function priceOf(pricing: ModelPricing, u: BillableUsage): number {
+  const tokens = (u.promptTokens ?? 0) * (pricing.inputPerMillion ?? 0) + (u.completionTokens ?? 0) * (pricing.outputPerMillion ?? 0);
+  return Math.ceil(tokens / 1_000_000) + (u.seconds ?? 0) * (pricing.perSecond ?? 0);
+}

@@ -1,0 +1,168 @@
+/**
+ * The one statement that moves a request's or job's money: settle (charge) or release any number of
+ * them at once, write their usage rows and ledger rows, take what they used from their hold or
+ * lease, and renew this instance's leases. A batch of 200 settlements costs one round trip and one
+ * commit instead of 200 (see docs/billing-engine.md for the measurements).
+ *
+ * Exactly once: a settlement whose `ref` already has a usage row did nothing before and does
+ * nothing now, so a batch may be replayed (a retry after a lost connection, a journal at restart).
+ * Two settlements of one exact hold racing each other are serialised by the hold's row lock and the
+ * loser sees it closed; two replays of a leased one collide on the unique indexes (usage_ref_uniq,
+ * ledger_ref_charge_uniq): the loser fails with 23505 as a whole and is retried (then it finds the rows).
+ *
+ * Money, per settlement, in batch order:
+ *  - from its hold: an exact hold pays min(actual, hold) and gives the rest back; a lease pays the
+ *    part its owner says it covers (`cover`), never more than the lease still reserves;
+ *  - the rest (usage above the hold, or a hold or lease already swept because its owner was presumed
+ *    dead) comes from the account's available credit as far as it goes, never below zero, never
+ *    into other holds; what cannot be collected is a `shortfall` ledger row.
+ *
+ * Lock order, as everywhere in billing: holds (by id), then accounts (by id).
+ */
+import { sql } from "drizzle-orm";
+import { query, type Tx } from "../db/index.ts";
+import { insertUsageFrom, USAGE_JSON_COLUMNS, usageJson, type UsageFacts } from "../usage/record-usage.ts";
+
+export interface Settlement {
+  /** the exact hold or lease that reserved the credit (null: none, charge from available credit) */
+  holdId: string | null;
+  mode: "settle" | "release";
+  /** micro-dollars to charge (0 for a release) */
+  actual: number;
+  /** lease only: the part of `actual` the owner takes from the lease (<= actual) */
+  cover: number;
+  /** ledger reason */
+  reason: string;
+  /** the usage row; its accountId and ref are the settlement's */
+  usage: UsageFacts;
+}
+
+export interface SettlementResult {
+  ref: string;
+  /** micro-dollars charged */
+  charged: number;
+  /** usage that could not be collected (balance exhausted) */
+  shortfall: number;
+  /** micro-dollars an exact hold gave back */
+  released: number;
+  /** its hold or lease was still open (false: swept before, so the charge came from available credit) */
+  fromHold: boolean;
+}
+
+export interface LeaseBeat {
+  id: string;
+  /** worst case of the requests the lease has in flight now (published for the client's `held`) */
+  inFlight: number;
+}
+
+export interface LeaseState {
+  id: string;
+  /** what the lease reserves now, after this batch */
+  amount: number;
+  /** another instance asked for its idle credit back */
+  returnRequested: boolean;
+}
+
+export interface BatchResult {
+  /** settlements this batch applied (the others had already been applied: nothing happened) */
+  applied: SettlementResult[];
+  /** leases of the batch that are still open; a beat lease missing here was closed (swept) */
+  leases: LeaseState[];
+}
+
+export async function settleBatch(tx: Tx, settlements: Settlement[], beats: LeaseBeat[] = [], leaseTtlMs = 0): Promise<BatchResult> {
+  const entries = JSON.stringify(settlements.map((s, i) => {
+    if (!Number.isSafeInteger(s.actual) || s.actual < 0) throw new Error(`settlement of ${s.usage.ref}: actual must be a non-negative integer, got ${s.actual}`);
+    return { ...usageJson(s.usage), i, h: s.holdId, m: s.mode, x: s.actual, c: Math.max(0, Math.min(s.cover, s.actual)), why: s.reason };
+  }));
+  const leases = JSON.stringify(beats.map((b) => ({ id: b.id, f: b.inFlight })));
+  const rows = await query<{ t: "e" | "l"; id: string; n: number; s: number; v: number; o: boolean }>(tx, sql`
+    WITH b AS (
+      SELECT * FROM json_to_recordset(${entries}::json) AS b(i int, h text, m text, x bigint, c bigint, why text, ${USAGE_JSON_COLUMNS})
+    ), z AS (
+      SELECT * FROM json_to_recordset(${leases}::json) AS z(id text, f bigint)
+    ), fresh AS (
+      SELECT DISTINCT ON (r) * FROM b WHERE NOT EXISTS (SELECT 1 FROM usage_records u WHERE u.ref = b.r) ORDER BY r, i
+    ), hl AS (
+      SELECT id, kind, state, amount, charged, in_flight, expires_at FROM holds
+      WHERE id IN (SELECT h FROM fresh WHERE h IS NOT NULL UNION SELECT id FROM z)
+      ORDER BY id FOR UPDATE
+    ), acc AS (
+      -- the scalar subquery runs first (an InitPlan): every hold is locked before any account
+      SELECT id, balance, held FROM accounts
+      WHERE id IN (SELECT a FROM fresh) AND (SELECT count(*) FROM hl) >= 0
+      ORDER BY id FOR UPDATE
+    ), cov AS (
+      SELECT f.*, hl.kind AS hk, COALESCE(hl.amount, 0) AS ha, COALESCE(hl.state = 'open', false) AS ho,
+        CASE WHEN hl.state IS DISTINCT FROM 'open' THEN 0
+          WHEN hl.kind = 'lease' THEN GREATEST(0, LEAST(f.c, hl.amount - COALESCE(sum(f.c) OVER (PARTITION BY f.h ORDER BY f.i ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)))
+          ELSE LEAST(f.x, hl.amount) END AS cv
+      FROM fresh f LEFT JOIN hl ON hl.id = f.h
+      -- an exact hold closed by a settlement was this very ref's (one hold per ref), settled by a
+      -- statement that committed while we waited for the lock: nothing to do (only 'expired' ones,
+      -- swept, are charged again, from available credit)
+      WHERE hl.id IS NULL OR hl.kind = 'lease' OR hl.state IN ('open', 'expired')
+    ), back AS (
+      -- closing exact holds give back what they did not use before anything is taken from available credit
+      SELECT a, sum(CASE WHEN ho AND hk <> 'lease' THEN ha - cv ELSE 0 END) AS freed FROM cov GROUP BY a
+    ), calc AS (
+      -- From acc's values, not accounts.*: acc locked the newest row version, but an UPDATE's own
+      -- read can be the statement snapshot's older one (a grant committed just before the lock made
+      -- a settle of balance+1 compute -1 in 92 of 200 races).
+      SELECT cov.*, cv + GREATEST(0, LEAST(x - cv, acc.balance - acc.held + back.freed
+          - COALESCE(sum(x - cv) OVER (PARTITION BY cov.a ORDER BY cov.i ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0))) AS chg
+      FROM cov JOIN acc ON acc.id = cov.a JOIN back ON back.a = cov.a
+    ), u AS (
+      ${insertUsageFrom(sql`calc`, sql`chg`)}
+    ), l AS (
+      INSERT INTO ledger (account_id, kind, amount, held_change, hold_id, ref, reason)
+      SELECT a, 'charge', -chg, -cv, CASE WHEN ho THEN h END, r, why FROM calc WHERE chg > 0
+      UNION ALL
+      SELECT a, 'release', 0, -(ha - cv), h, r, why FROM calc WHERE ho AND hk <> 'lease' AND ha > cv
+      UNION ALL
+      SELECT a, 'shortfall', 0, 0, CASE WHEN ho THEN h END, r, 'shortfall: ' || (x - chg) || ' micro-dollars of usage not collected (balance exhausted); ' || why
+      FROM calc WHERE x > chg
+    ), hs AS (
+      SELECT h, max(m) AS m, sum(cv) AS cv, sum(chg) AS chg FROM calc WHERE ho GROUP BY h
+    ), hu AS (
+      UPDATE holds SET
+        state = CASE WHEN hl.kind = 'lease' THEN 'open' WHEN hs.m = 'release' THEN 'released' ELSE 'settled' END,
+        amount = CASE WHEN hl.kind = 'lease' THEN hl.amount - COALESCE(hs.cv, 0) ELSE hl.amount END,
+        charged = CASE WHEN hl.kind = 'lease' THEN COALESCE(hl.charged, 0) + COALESCE(hs.chg, 0) ELSE hs.chg END,
+        closed_at = CASE WHEN hl.kind = 'lease' THEN NULL ELSE now() END,
+        in_flight = COALESCE(z.f, hl.in_flight),
+        expires_at = CASE WHEN z.id IS NOT NULL THEN now() + ${leaseTtlMs} * interval '1 millisecond' ELSE hl.expires_at END
+      FROM hl LEFT JOIN hs ON hs.h = hl.id LEFT JOIN z ON z.id = hl.id
+      WHERE holds.id = hl.id AND hl.state = 'open' AND (hs.h IS NOT NULL OR z.id IS NOT NULL)
+      RETURNING holds.id, holds.kind, holds.amount, holds.return_requested_at IS NOT NULL AS asked
+    ), au AS (
+      UPDATE accounts SET balance = acc.balance - t.chg, held = acc.held - t.held
+      FROM acc JOIN (SELECT a, sum(chg) AS chg, sum(CASE WHEN ho AND hk <> 'lease' THEN ha ELSE cv END) AS held FROM calc GROUP BY a) t ON t.a = acc.id
+      WHERE accounts.id = acc.id
+    )
+    SELECT 'e' AS t, r AS id, chg::float8 AS n, (x - chg)::float8 AS s, (CASE WHEN ho AND hk <> 'lease' THEN ha - cv ELSE 0 END)::float8 AS v, ho AS o FROM calc
+    UNION ALL
+    SELECT 'l', id, amount::float8, 0, asked::int::float8, true FROM hu WHERE kind = 'lease'`);
+  const out: BatchResult = { applied: [], leases: [] };
+  for (const r of rows) {
+    if (r.t === "e") out.applied.push({ ref: r.id, charged: Number(r.n), shortfall: Number(r.s), released: Number(r.v), fromHold: r.o === true });
+    else out.leases.push({ id: r.id, amount: Number(r.n), returnRequested: Number(r.v) === 1 });
+  }
+  return out;
+}
+
+export interface SingleSettlement {
+  /** false when the request or job had already been settled or released: nothing happened */
+  applied: boolean;
+  /** its hold was still open (false: swept, or none) */
+  fromHold: boolean;
+  charged: number;
+  shortfall: number;
+  released: number;
+}
+
+/** One settlement on its own (a video job's, inside the transaction of its final status). */
+export async function settleOne(tx: Tx, s: Settlement): Promise<SingleSettlement> {
+  const r = (await settleBatch(tx, [s])).applied[0];
+  return r ? { applied: true, fromHold: r.fromHold, charged: r.charged, shortfall: r.shortfall, released: r.released } : { applied: false, fromHold: false, charged: 0, shortfall: 0, released: 0 };
+}

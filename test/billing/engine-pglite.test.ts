@@ -1,0 +1,4 @@
+import { describeEngine } from "./engine.case.ts";
+import { openPglite } from "./support.ts";
+
+describeEngine("PGlite", openPglite);
