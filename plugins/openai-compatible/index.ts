@@ -150,10 +150,14 @@ function parseJson(text: string, what: string): any {
   }
 }
 
+/**
+ * The upstream's counts as it sent them: the host decides whether they are credible and bills its
+ * own count otherwise (src/billing/usage-sanity.ts). Coercing here hid bad numbers: a string
+ * completion count became 0, i.e. free output.
+ */
 function tokenUsage(u: any): TokenUsage | undefined {
-  if (!isObject(u) || typeof u.prompt_tokens !== "number") return undefined;
-  const completion = typeof u.completion_tokens === "number" ? u.completion_tokens : 0;
-  return { prompt_tokens: u.prompt_tokens, completion_tokens: completion, total_tokens: typeof u.total_tokens === "number" ? u.total_tokens : u.prompt_tokens + completion };
+  if (!isObject(u) || (u.prompt_tokens === undefined && u.completion_tokens === undefined)) return undefined;
+  return { prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens, total_tokens: u.total_tokens } as TokenUsage;
 }
 
 function isObject(v: unknown): v is Record<string, any> {

@@ -66,10 +66,12 @@ describe("POST /v1/chat/completions (non-streamed)", () => {
     expect(t.fake.requests[1]!.body.max_tokens).toBe(2);
     const completion = await c.openai.chat.completions.create({ model: "chat-a", messages });
     expect("max_tokens" in t.fake.requests[2]!.body).toBe(false);
-    // the fake's default reply is 16 tokens: over the model's 8, the bill still follows the usage
-    expect(completion.usage!.completion_tokens).toBe(16);
+    // the fake's default reply is 16 tokens, over the model's 8 the request was allowed: the
+    // upstream ignored the limit; billed (and shown) 8, recorded as an upstream anomaly (issue 13.10)
+    expect(completion.usage!.completion_tokens).toBe(MAX_OUTPUT);
     const acct = await c.get("/v1/account");
     expect(acct.held).toBe(0);
+    expect((await c.get("/v1/usage")).data[0]).toMatchObject({ completion_tokens: MAX_OUTPUT, anomaly: "completion_tokens: upstream reported 16 > 8 allowed; counted locally; completion_tokens: counted 16 > 8 allowed; capped" });
   });
 
   test("missing usage → billed by reelay's tokenizer, recorded as local", async () => {

@@ -65,6 +65,11 @@ export interface FakeBehaviour {
   truncateAfterChunks?: number;
   /** no usage anywhere (JSON body, usage chunk, continuous usage) */
   omitUsage?: boolean;
+  /**
+   * hostile upstream: this raw JSON text is sent as every usage object (JSON body, usage chunk,
+   * continuous usage), e.g. `{"prompt_tokens":12,"completion_tokens":1e400}`
+   */
+  usageJson?: string;
   /** never answer: hold the request open until the client goes away or stop() */
   hang?: boolean;
   /** hostile: quote the Authorization header received in error bodies and stream error events */
@@ -183,16 +188,17 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     res.on("close", () => { if (!res.writableFinished) markAborted(rec); });
     const raw = await readBody(req);
     let badJson = false;
+    let b: FakeBehaviour = {};
     try { rec.body = raw ? JSON.parse(raw) : undefined; } catch { badJson = true; }
     const body = rec.body;
     const send = (status: number, json: unknown) => {
       if (res.destroyed) return;
       rec.completed = true;
-      res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(json));
+      res.writeHead(status, { "content-type": "application/json" }).end(rawUsage(JSON.stringify(json), b));
     };
     if (badJson) return send(400, errorBody("We could not parse the JSON body of your request.", "invalid_request_error"));
 
-    const b = behaviourFor(headers["x-fake-behaviour"], body);
+    b = behaviourFor(headers["x-fake-behaviour"], body);
     if (b.hang) return; // nothing is ever written; "close" records the client giving up
     if (b.delayHeadersMs) await Bun.sleep(b.delayHeadersMs);
     const echo = b.echoAuthorization ? ` (request had Authorization: ${headers["authorization"] ?? "none"})` : "";
@@ -233,6 +239,12 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
   }
 
+  /** Put the behaviour's raw usage text in place of every usage object of a JSON text. */
+  function rawUsage(text: string, b: FakeBehaviour): string {
+    if (!b.usageJson) return text;
+    return text.replace(/"usage":\{[^{}]*\}/g, `"usage":${b.usageJson}`);
+  }
+
   function chatCompletion(body: any, b: FakeBehaviour) {
     const { n, max } = replyLength(body, b);
     return {
@@ -266,7 +278,7 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
       ...base, choices,
       ...(continuous ? { usage: usage(body, sent) } : includeUsage ? { usage: null } : {}),
     });
-    const write = (data: string) => { if (!res.destroyed) res.write(`data: ${data}\n\n`); };
+    const write = (data: string) => { if (!res.destroyed) res.write(`data: ${rawUsage(data, b)}\n\n`); };
     const sleep = async (ms?: number) => { if (ms) await Bun.sleep(ms); return !res.destroyed; };
 
     res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });

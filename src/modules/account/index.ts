@@ -26,6 +26,7 @@ export const UsageRecord = t.Object({
   status: t.Integer(),
   disconnected: t.Boolean(),
   latency_ms: t.Nullable(t.Integer()),
+  anomaly: t.Nullable(t.String({ description: "the upstream's usage was not credible (absurd, negative, not a number): what it said, and that reelay's own count, capped to what the request allowed, was billed" })),
   created_at: t.String(),
 });
 

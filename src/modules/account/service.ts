@@ -31,6 +31,7 @@ export async function listUsage(tx: Tx, accountId: string, page: Page) {
     status: r.status,
     disconnected: r.disconnected,
     latency_ms: r.latencyMs,
+    anomaly: r.anomaly,
     created_at: r.createdAt.toISOString(),
   }));
 }

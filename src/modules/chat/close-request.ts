@@ -26,14 +26,15 @@ export interface ChatOutcome {
 }
 
 /** Settle or release; returns the micro-dollars charged. */
-export function closeRequest(charge: Charge, allowed: ChatAllowance, out: ChatOutcome): { cost: number; promptTokens: number; completionTokens: number } {
+export function closeRequest(charge: Charge, allowed: ChatAllowance, out: ChatOutcome): { cost: number; promptTokens: number; completionTokens: number; anomaly: string | null } {
   const reportedCompletion = typeof out.reported.completion === "number" && Number.isSafeInteger(out.reported.completion) && out.reported.completion >= 0 ? out.reported.completion : null;
   if (!out.charge) {
     charge.release({ status: out.status, deliveredTokens: out.deliveredTokens, reportedTokens: reportedCompletion, tokenSource: null, disconnected: out.disconnected, errorCode: out.errorCode });
-    return { cost: 0, promptTokens: 0, completionTokens: 0 };
+    return { cost: 0, promptTokens: 0, completionTokens: 0, anomaly: null };
   }
   const prompt = credibleCount("prompt_tokens", out.reported.prompt, { local: out.local.prompt, max: allowed.prompt });
   const completion = credibleCount("completion_tokens", out.reported.completion, { local: out.local.completion, max: allowed.completion });
+  const anomaly = joinAnomalies(prompt.anomaly, completion.anomaly);
   const cost = charge.settle({
     status: out.status,
     usage: { promptTokens: prompt.tokens, completionTokens: completion.tokens },
@@ -42,7 +43,7 @@ export function closeRequest(charge: Charge, allowed: ChatAllowance, out: ChatOu
     tokenSource: completion.source,
     disconnected: out.disconnected,
     errorCode: out.errorCode,
-    anomaly: joinAnomalies(prompt.anomaly, completion.anomaly),
+    anomaly,
   });
-  return { cost, promptTokens: prompt.tokens, completionTokens: completion.tokens };
+  return { cost, promptTokens: prompt.tokens, completionTokens: completion.tokens, anomaly };
 }

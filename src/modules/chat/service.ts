@@ -115,10 +115,10 @@ export async function prepareChat(deps: AppDeps, call: ChatCall): Promise<Prepar
 }
 
 /** Close the request (money + usage row, queued), report it, and return what was charged. */
-export function finishChat(call: ChatCall, p: PreparedChat, out: ChatOutcome): number {
+export function finishChat(call: ChatCall, p: PreparedChat, out: ChatOutcome) {
   const r = closeRequest(p.charge, p.allowed, out);
   call.note({ promptTokens: r.promptTokens, completionTokens: r.completionTokens, cost: r.cost, disconnected: out.disconnected });
-  return r.cost;
+  return r;
 }
 
 /** Release the hold of a request that produced nothing, record it, and return the client's error. */
@@ -147,14 +147,18 @@ export async function completeChat(deps: AppDeps, call: ChatCall): Promise<Respo
   const u = usage as { prompt_tokens?: unknown; completion_tokens?: unknown } | undefined;
   let counted: number | null = null;
   const local = () => (counted ??= countTextTokens(completionText(completion)));
-  finishChat(call, p, {
+  const billed = finishChat(call, p, {
     status: 200, charge: true,
     reported: { prompt: u?.prompt_tokens, completion: u?.completion_tokens },
     local: { prompt: p.promptEstimate, completion: local },
     deliveredTokens: null,
     disconnected: false, errorCode: null,
   });
-  if (completion && typeof completion === "object") completion.model = p.model.id;
+  if (completion && typeof completion === "object") {
+    completion.model = p.model.id;
+    // usage the upstream made up is not what the client pays: show what it was billed for
+    if (billed.anomaly && u) completion.usage = { prompt_tokens: billed.promptTokens, completion_tokens: billed.completionTokens, total_tokens: billed.promptTokens + billed.completionTokens };
+  }
   return new Response(JSON.stringify(completion), { headers: { "content-type": "application/json", ...p.headers } });
 }
 
