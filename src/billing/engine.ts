@@ -117,6 +117,7 @@ export class CreditEngine {
   private beatTimer: ReturnType<typeof setInterval> | null = null;
   private stuckTimer: ReturnType<typeof setInterval> | null = null;
   private seq = 0;
+  /** number of the last flush started, and of the last one that completed (flushes can fail) */
   private startedGen = 0;
   private doneGen = 0;
   private lastFlushStart = 0;
@@ -453,7 +454,7 @@ export class CreditEngine {
   }
 
   private async flush(): Promise<void> {
-    this.startedGen++;
+    const gen = ++this.startedGen;
     this.lastFlushStart = performance.now();
     const batch = this.queue.splice(0, this.batchLimit);
     this.inflightMinSeq = batch[0]?.seq ?? Infinity;
@@ -467,7 +468,7 @@ export class CreditEngine {
         const res = await settleBatch(this.db, batch.map((q) => q.s), beats.map((b) => ({ id: b.lease.id, inFlight: b.inFlight })), this.cfg.leaseTtlMs);
         this.landed(batch, beats, res, t0);
       }
-      this.doneGen++;
+      this.doneGen = gen;
       this.failures = 0;
       this.batchLimit = MAX_BATCH;
     } catch (e) {

@@ -197,6 +197,26 @@ export function describeEngine(name: string, open: () => Promise<BillingDb>) {
       await expectInvariants(db, [acct]);
     }, 60_000);
 
+    test("a settlement that fails on its own is isolated: the others land, readers are not held up", async () => {
+      const db = bdb.db;
+      const acct = await fundedAccount(db, 1_000_000);
+      const engine = newEngine(db);
+      const good = await Promise.all(Array.from({ length: 6 }, () => request(engine, acct, 1_000, 700)));
+      const a = await engine.approve({ accountId: acct, ref: "req_broken", amount: 1_000, reason: "t" });
+      // a bug upstream of the engine: an amount the statement refuses
+      engine.settle(a, { mode: "settle", actual: -1, reason: "t", usage: { accountId: acct, ref: "req_broken", kind: "chat", model: "m", status: 200 } });
+      good.push(...(await Promise.all(Array.from({ length: 6 }, () => request(engine, acct, 1_000, 700)))));
+      const t0 = performance.now();
+      await engine.sync();
+      await engine.sync(); // a failed batch does not leave readers waiting for ever
+      expect(performance.now() - t0).toBeLessThan(1_900);
+      const rows = await query<{ ref: string }>(db, sql`SELECT ref FROM usage_records WHERE account_id = ${acct}`);
+      expect(rows.map((r) => r.ref).sort()).toEqual(good.map((g) => g.ref).sort());
+      expect(engine.snapshot().stuck).toBe(1);
+      await engine.stop(100);
+      await expectInvariants(db, [acct]);
+    }, 60_000);
+
     test("leases off: every request takes an exact hold, settlements are still batched", async () => {
       const db = bdb.db;
       const acct = await fundedAccount(db, 1_000_000);

@@ -1,0 +1,134 @@
+/**
+ * Two real server processes on one database, one account: no overspend, every request charged
+ * once, an account spends exactly all of its credit, a charge is visible on the other instance
+ * within a second, and leases go back once the account is idle.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { sql } from "drizzle-orm";
+import { openDatabase, query, type Database } from "../../src/db/index.ts";
+import { startFakeOpenAI, type FakeOpenAI } from "../fakes/openai-upstream.ts";
+import { newClientOn, spawnServer, type ChildServer } from "../support/child-server.ts";
+import { createTestDatabase, dropDatabase } from "../support/harness.ts";
+import { expectInvariants } from "./support.ts";
+
+const messages = [{ role: "user", content: "Say three words." }];
+const PROMPT = 11; // reelay's estimate = the fake's count
+const COST = PROMPT * 3 + 8 * 15; // 8 of 8 tokens: the worst case is the actual cost
+
+let fake: FakeOpenAI;
+let url: string;
+let db: Database;
+let servers: ChildServer[] = [];
+
+beforeAll(async () => {
+  fake = await startFakeOpenAI({ tokens: 8 });
+  const dir = mkdtempSync(join(tmpdir(), "reelay-instances-"));
+  const models = join(dir, "models.json");
+  writeFileSync(models, JSON.stringify({
+    builtins: false,
+    models: [{ id: "chat", plugin: "openai-compatible", options: { baseUrl: fake.url }, pricing: { inputPerMillion: 3_000_000, outputPerMillion: 15_000_000 }, maxOutputTokens: 8 }],
+  }));
+  url = await createTestDatabase();
+  const env = (i: number) => ({ DATABASE_URL: url, REELAY_MODELS_FILE: models, REELAY_DATA_DIR: join(dir, `data-${i}`), REELAY_HOLD_SWEEP_MS: "500" });
+  servers = [await spawnServer(env(0)), await spawnServer(env(1))];
+  db = await openDatabase({ databaseUrl: url, dataDir: "/nonexistent", poolSize: 2 });
+}, 90_000);
+afterAll(async () => {
+  await Promise.all(servers.map((s) => s.stop()));
+  await db?.close();
+  await fake?.stop();
+  if (url) await dropDatabase(url);
+}, 60_000);
+
+const chat = (s: ChildServer, key: string) =>
+  fetch(s.url + "/v1/chat/completions", { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify({ model: "chat", messages, max_tokens: 8 }) });
+const get = async (s: ChildServer, key: string, path: string) => (await fetch(s.url + path, { headers: { authorization: `Bearer ${key}` } })).json() as Promise<any>;
+
+describe("two instances, one account", () => {
+  test("hammered from both instances: every 200 charged exactly once, nothing else, leases given back when idle", async () => {
+    const CREDIT = 100_000_000;
+    const c = await newClientOn(servers[0]!, CREDIT);
+    let ok = 0;
+    await Promise.all(servers.flatMap((s) => Array.from({ length: 12 }, async () => {
+      for (let i = 0; i < 10; i++) {
+        const res = await chat(s, c.key);
+        expect(res.status).toBe(200);
+        await res.arrayBuffer();
+        ok++;
+      }
+    })));
+    expect(ok).toBe(240);
+    // each instance shows its own requests at once, the other's within a flush interval
+    for (const s of servers) {
+      const t0 = performance.now();
+      for (;;) {
+        const a = await get(s, c.key, "/v1/account");
+        if (a.balance === CREDIT - ok * COST && a.held === 0) break;
+        expect(performance.now() - t0).toBeLessThan(1_000);
+        await Bun.sleep(20);
+      }
+    }
+    const usage = await query<{ n: number; cost: number }>(db.db, sql`SELECT count(*)::int AS n, sum(cost)::float8 AS cost FROM usage_records WHERE account_id = ${c.accountId}`);
+    expect({ n: usage[0]!.n, cost: Number(usage[0]!.cost) }).toEqual({ n: ok, cost: ok * COST });
+    // both instances leased (one lease row owner each); far fewer exact holds than requests
+    const owners = await query<{ owner: string }>(db.db, sql`SELECT DISTINCT owner FROM holds WHERE account_id = ${c.accountId} AND kind = 'lease'`);
+    expect(owners.length).toBe(2);
+    const exact = await query<{ n: number }>(db.db, sql`SELECT count(*)::int AS n FROM holds WHERE account_id = ${c.accountId} AND kind = 'request'`);
+    expect(exact[0]!.n).toBeLessThan(ok / 4);
+    // idle: the leases are closed and the operator's held returns to 0 too
+    const t0 = performance.now();
+    for (;;) {
+      const acct = (await (await servers[0]!.admin(`/admin/accounts/${c.accountId}`)).json()) as any;
+      if (acct.leased.leases === 0 && acct.held === 0) break;
+      expect(performance.now() - t0).toBeLessThan(8_000);
+      await Bun.sleep(100);
+    }
+    await expectInvariants(db.db, [c.accountId]);
+  }, 60_000);
+
+  test("a nearly empty account spends exactly all of its credit across both instances: no early 402, no overspend", async () => {
+    const CREDIT = 60 * COST + COST / 3;
+    const c = await newClientOn(servers[0]!, Math.floor(CREDIT));
+    // warm both instances up on a rich account first is not needed: the loops themselves make leases
+    let ok = 0;
+    const refusals: any[] = [];
+    await Promise.all(servers.flatMap((s) => Array.from({ length: 6 }, async () => {
+      for (;;) {
+        const res = await chat(s, c.key);
+        const body = (await res.json()) as any;
+        if (res.status === 402) return void refusals.push(body.error);
+        expect(res.status).toBe(200);
+        ok++;
+      }
+    })));
+    expect(ok).toBe(60);
+    expect(refusals.length).toBe(12);
+    for (const e of refusals) expect(e.code).toBe("insufficient_quota");
+    const left = Math.floor(CREDIT) - 60 * COST;
+    expect(refusals.some((e) => e.message.includes(`(${left} micro-dollars) is available`))).toBe(true);
+    for (const s of servers) expect(await get(s, c.key, "/v1/account")).toMatchObject({ balance: left, held: 0, available: left });
+    await expectInvariants(db.db, [c.accountId]);
+  }, 60_000);
+
+  test("a charge made on one instance shows on the other within a second", async () => {
+    const c = await newClientOn(servers[0]!, 1_000_000);
+    for (let i = 0; i < 3; i++) {
+      const res = await chat(servers[i % 2]!, c.key);
+      expect(res.status).toBe(200);
+      const ref = res.headers.get("x-request-id")!;
+      await res.arrayBuffer();
+      const other = servers[(i + 1) % 2]!;
+      const t0 = performance.now();
+      for (;;) {
+        const page = await get(other, c.key, "/v1/usage?limit=5");
+        if (page.data.some((r: any) => r.ref === ref)) break;
+        expect(performance.now() - t0).toBeLessThan(1_000);
+        await Bun.sleep(10);
+      }
+      expect((await get(other, c.key, "/v1/account")).balance).toBe(1_000_000 - (i + 1) * COST);
+    }
+  }, 60_000);
+});
