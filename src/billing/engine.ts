@@ -97,6 +97,12 @@ const RECLAIM_POLL_MS = 20;
 /** retry backoff while the database is unreachable: 50 ms doubling to 2 s */
 const BACKOFF_MIN_MS = 50;
 const BACKOFF_MAX_MS = 2_000;
+/**
+ * After a statement failed to reach the database, requests that would need one are answered 503 at
+ * once for this long instead of waiting on the driver's reconnects (one outage request measured
+ * 17 s otherwise); the flusher's retries (50 ms doubling to 2 s) detect the recovery meanwhile.
+ */
+const FAIL_FAST_MS = 1_000;
 /** a settlement that fails on its own (not a connection problem) is retried this often, and logged each time */
 const STUCK_RETRY_MS = 30_000;
 /** an account slot with no lease and nothing in flight is forgotten after this */
@@ -125,6 +131,10 @@ export class CreditEngine {
   private failures = 0;
   private batchLimit = MAX_BATCH;
   private lastDbOk = performance.now();
+  private lastDbError: unknown = null;
+  /** consecutive statements of the engine that could not reach the database, and when the last one failed */
+  private dbFailures = 0;
+  private dbFailedAt = 0;
   private journal: Journal | null = null;
   private stopped = false;
   /** counters for the operator (metrics, docs' measurements) */
@@ -159,6 +169,9 @@ export class CreditEngine {
     if (this.cfg.leases && req.amount > 0) {
       const got = this.fromLease(slot, req.amount, now);
       if (got) return got;
+    }
+    if (this.dbFailures > 0 && now - this.dbFailedAt < FAIL_FAST_MS) throw unavailable(this.lastDbError);
+    if (this.cfg.leases && req.amount > 0) {
       // a second request within about the demand window makes the account warm enough for a lease
       if (before > req.amount / 4 && now >= slot.coolUntil) {
         await this.acquire(slot, req.amount);
@@ -240,7 +253,7 @@ export class CreditEngine {
         leased += s.lease.reserved;
         inflight += s.lease.inflight;
       }
-    return { owner: this.owner, leases, leased, inflight, queued: this.queue.length, stuck: this.stuck.length, databaseDownMs: this.failures > 0 ? Math.round(performance.now() - this.lastDbOk) : 0, ...this.stats };
+    return { owner: this.owner, leases, leased, inflight, queued: this.queue.length, stuck: this.stuck.length, databaseDownMs: this.dbFailures > 0 ? Math.round(performance.now() - this.lastDbOk) : 0, ...this.stats };
   }
 
   // ------------------------------------------------------------------ approvals
@@ -259,7 +272,7 @@ export class CreditEngine {
     l.lastUse = now;
     this.stats.leaseApprovals++;
     // refill in the background before it runs dry, so requests rarely wait for one
-    if (l.free < slot.want(amount, now, this.cfg.leaseDemandMs) / 2 && !slot.acquiring && now >= slot.coolUntil) void this.acquire(slot, amount);
+    if (l.free < slot.want(amount, now, this.cfg.leaseDemandMs) / 2 && !slot.acquiring && now >= slot.coolUntil && this.dbFailures === 0) void this.acquire(slot, amount);
     return { kind: "lease", slot, lease: l, amount };
   }
 
@@ -274,7 +287,7 @@ export class CreditEngine {
       if (!l || l.dead) {
         const id = randomId("lease");
         const added = await openLease(this.db, { id, accountId: slot.accountId, owner: this.owner, need: amount, want, sharePermille: share, ttlMs: this.cfg.leaseTtlMs });
-        this.lastDbOk = performance.now();
+        this.dbOk();
         if (added <= 0) return void (slot.coolUntil = t0 + COOL_MS);
         // requests still in flight on a swept lease keep their reference to it and settle from available credit
         slot.lease = new LeaseMem(id, slot.accountId, added, t0 + this.validFor(), t0);
@@ -284,7 +297,7 @@ export class CreditEngine {
       }
       if (l.busy) return;
       const g = await refillLease(this.db, { id: l.id, accountId: slot.accountId, need: Math.max(1, amount - l.free), want: Math.max(1, want - l.free), sharePermille: share, ttlMs: this.cfg.leaseTtlMs });
-      this.lastDbOk = performance.now();
+      this.dbOk();
       if (!g.alive) l.dead = true;
       else if (g.asked) l.asked = true;
       else if (g.added > 0) {
@@ -295,7 +308,7 @@ export class CreditEngine {
     };
     const p = run()
       .catch((e) => {
-        if (!isConnectionError(e)) this.log.warn({ err: e, accountId: slot.accountId }, "billing: lease open/refill failed; exact holds meanwhile");
+        if (!this.dbFailed(e)) this.log.warn({ err: e, accountId: slot.accountId }, "billing: lease open/refill failed; exact holds meanwhile");
         slot.coolUntil = performance.now() + COOL_MS;
       })
       .finally(() => {
@@ -308,12 +321,13 @@ export class CreditEngine {
   private async exact(slot: AccountSlot, req: ApprovalRequest, reclaim: boolean): Promise<Approval> {
     try {
       const h = await hold(this.db, { accountId: req.accountId, amount: req.amount, ref: req.ref, reason: req.reason, expiresAt: new Date(Date.now() + this.opts.holdTtlMs) });
-      this.lastDbOk = performance.now();
+      this.dbOk();
       slot.exactInflight += req.amount;
       this.stats.exactApprovals++;
       return { kind: "hold", slot, holdId: h.id, amount: req.amount };
     } catch (e) {
       if (reclaim && e instanceof ApiError && e.status === 402) return this.reclaim(slot, req, e);
+      this.dbFailed(e);
       throw unavailable(e);
     }
   }
@@ -358,7 +372,7 @@ export class CreditEngine {
     if (!close) l.returning += amount;
     try {
       const r = await returnLease(this.db, { id: l.id, amount, close, reason });
-      this.lastDbOk = performance.now();
+      this.dbOk();
       this.stats.returns++;
       if (r === null || close) {
         l.dead = true;
@@ -368,13 +382,27 @@ export class CreditEngine {
       l.reserved -= r;
       return r;
     } catch (e) {
-      if (!isConnectionError(e)) this.log.warn({ err: e, lease: l.id }, "billing: giving lease credit back failed");
+      if (!this.dbFailed(e)) this.log.warn({ err: e, lease: l.id }, "billing: giving lease credit back failed");
       return 0;
     } finally {
       if (!close) l.returning -= amount;
       l.busy = false;
       l.closing = false;
     }
+  }
+
+  private dbOk(at = performance.now()) {
+    this.lastDbOk = at;
+    this.dbFailures = 0;
+  }
+
+  /** Note a failed statement; returns true when the database was unreachable. */
+  private dbFailed(e: unknown): boolean {
+    if (!isConnectionError(e)) return false;
+    this.dbFailures++;
+    this.dbFailedAt = performance.now();
+    this.lastDbError = e;
+    return true;
   }
 
   private validFor(): number {
@@ -398,7 +426,8 @@ export class CreditEngine {
       this.upkeep(slot, now);
       if (slot.lease && !slot.lease.dead) live++;
     }
-    if (live > 0 && now - this.lastFlushStart >= BEAT_MS) this.schedule(true);
+    // while the database is unreachable, the flusher's backoff decides when to try again
+    if (live > 0 && now - this.lastFlushStart >= BEAT_MS && this.failures === 0) this.schedule(true);
     if (live === 0 && this.beatTimer) {
       clearInterval(this.beatTimer);
       this.beatTimer = null;
@@ -415,7 +444,8 @@ export class CreditEngine {
       if (l.inflight === 0 && l.pending === 0) slot.lease = null;
       return;
     }
-    if (l.busy || slot.acquiring) return;
+    // giving back during an outage would hold the credit in `returning` while the statement hangs
+    if (l.busy || slot.acquiring || this.dbFailures > 0) return;
     if (l.asked) {
       l.asked = false;
       slot.coolUntil = now + COOL_MS;
@@ -470,6 +500,7 @@ export class CreditEngine {
       }
       this.doneGen = gen;
       this.failures = 0;
+      if (batch.length > 0 || beats.length > 0) this.dbOk(t0);
       this.batchLimit = MAX_BATCH;
     } catch (e) {
       delay = this.failed(batch, e);
@@ -492,7 +523,6 @@ export class CreditEngine {
   }
 
   private landed(batch: Queued[], beats: Array<{ lease: LeaseMem; inFlight: number }>, res: BatchResult, t0: number) {
-    this.lastDbOk = t0;
     this.stats.batches++;
     this.stats.settlements += batch.length;
     this.stats.largestBatch = Math.max(this.stats.largestBatch, batch.length);
@@ -532,7 +562,7 @@ export class CreditEngine {
   /** Requeue a failed batch; returns the delay before the next attempt. */
   private failed(batch: Queued[], e: unknown): number {
     this.stats.flushErrors++;
-    if (isConnectionError(e)) {
+    if (this.dbFailed(e)) {
       this.queue.unshift(...batch);
       this.failures++;
       if (this.failures === 1) this.log.warn({ err: e, queued: this.queue.length }, "billing: database unreachable; settlements are kept and retried until they land");
