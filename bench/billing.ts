@@ -1,28 +1,40 @@
 /**
- * Billing throughput: hold + settle pairs per second against a real Postgres, on one hot account
- * and spread over 1,000 accounts, at 1/16/64 concurrent callers (one pool connection per caller),
- * printed next to `pgbench -b simple-update` at the same client count on the same server, in the
- * same run. Then the latency of one hold + settle at 32 concurrent callers (what a chat request
- * pays for billing).
+ * Billing throughput, the engine alone (no HTTP): approve + settle pairs per second against a real
+ * Postgres, on one hot account and spread over 1,000 accounts, next to `pgbench -b simple-update`
+ * at the same client count on the same server, in the same run.
  *
- *   bun bench/billing.ts [seconds per row, default 5]
+ *   bun bench/billing.ts [seconds per row, default 3]
  *   DATABASE_URL: any database on the server (default postgres://postgres@127.0.0.1:5432/test);
  *   the benchmark creates and drops its own database, and (re)initializes `reelay_pgbench`.
  *
- * pgbench's simple-update transaction is BEGIN; UPDATE; SELECT; INSERT; END (5 round trips, one
- * commit); a hold + settle is 2 autocommitted statements (2 round trips, 2 commits).
+ * Modes (callers = concurrent request loops, each approve → settle → next):
+ *  - per-request statements: a hold and a settle statement, both awaited (reelay before the engine)
+ *  - engine, exact holds:    the engine with leases off: an awaited hold, settlements batched
+ *  - group-committed holds:  concurrent holds collected and written by one statement (the alternative
+ *                            to leases; prototype in bench/lib/group-hold.ts), settlements batched
+ *  - engine, leases:         approvals from credit leases in memory, settlements batched (the default)
+ * The engine's settlements are journaled (a temp dir) and drained before the clock stops. Then the
+ * journal's cost per settlement (on vs off) and the statements the database saw per request.
  */
 import { $ } from "bun";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import postgres from "postgres";
 import * as billing from "../src/billing/index.ts";
 import { migrate, openDatabase, type Db } from "../src/db/index.ts";
+import { createLogger } from "../src/logger.ts";
 import { createAccount } from "../src/modules/accounts/service.ts";
+import { GroupHolds } from "./lib/group-hold.ts";
+import { table } from "./lib/wrk.ts";
 
-const seconds = Number(process.argv[2] ?? 5);
+const seconds = Number(process.argv[2] ?? 3);
 const BASE = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
-const CALLERS = [1, 16, 64];
-const LATENCY_CALLERS = 32;
-const HOLD = 20_000; // a small chat request's worst case, micro-dollars
+const CALLERS = [16, 64];
+const WORST = 20_000; // a small chat request's worst case, micro-dollars
+const ACTUAL = 7_000;
+const ENGINE: billing.BillingConfig = { leases: true, flushMs: 25, leaseTtlMs: 10_000, leaseDemandMs: 1_000, leaseSharePermille: 500, offlineMs: 5_000, reclaimWaitMs: 500, journal: true };
+const logger = createLogger({ logLevel: "error", logPretty: false });
 
 const urlFor = (db: string) => Object.assign(new URL(BASE), { pathname: "/" + db }).toString();
 const pgArgs = () => {
@@ -39,14 +51,6 @@ async function admin<T>(fn: (sql: postgres.Sql) => Promise<T>): Promise<T> {
   }
 }
 
-async function pgbenchInit() {
-  await admin(async (sql) => {
-    await sql.unsafe("DROP DATABASE IF EXISTS reelay_pgbench WITH (FORCE)");
-    await sql.unsafe("CREATE DATABASE reelay_pgbench");
-  });
-  await $`pgbench ${pgArgs()} -i -s 10 -q reelay_pgbench`.quiet();
-}
-
 async function pgbench(clients: number): Promise<number> {
   const out = await $`pgbench ${pgArgs()} -b simple-update -c ${clients} -j ${Math.min(2, clients)} -T ${seconds} -n reelay_pgbench`.quiet().text();
   const m = /tps = ([\d.]+)/.exec(out);
@@ -54,33 +58,72 @@ async function pgbench(clients: number): Promise<number> {
   return Number(m[1]);
 }
 
-/** `callers` loops of hold + settle for `seconds`; returns pairs/s and per-pair latencies (ms). */
-async function run(db: Db, accounts: string[], callers: number) {
+/** Statements the database executed for this database (pg_stat_database.xact_commit). */
+async function commits(dbName: string): Promise<number> {
+  return admin(async (sql) => Number((await sql<{ n: string }[]>`SELECT xact_commit::text AS n FROM pg_stat_database WHERE datname = ${dbName}`)[0]!.n));
+}
+
+type Mode = "per-request statements" | "engine, exact holds" | "group-committed holds" | "engine, leases";
+
+interface Run {
+  /** pairs per second (settlements drained included) */
+  pairs: number;
+  count: number;
+  /** approve latency, ms */
+  p50: number;
+  p99: number;
+  cpuUsPerPair: number;
+}
+
+async function run(db: Db, mode: Mode, accounts: string[], callers: number, journalDir: string | null, secs = seconds): Promise<Run> {
+  const engine = mode === "per-request statements" ? null : new billing.CreditEngine({
+    db, logger, holdTtlMs: 900_000, instanceId: "bench", dataDir: journalDir,
+    config: { ...ENGINE, leases: mode === "engine, leases", journal: journalDir !== null },
+  });
+  const group = mode === "group-committed holds" ? new GroupHolds(db) : null;
+  await engine?.start();
   const latencies: number[] = [];
-  const until = performance.now() + seconds * 1000;
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  const until = t0 + secs * 1000;
   let i = 0;
-  await Promise.all(
-    Array.from({ length: callers }, async () => {
-      while (performance.now() < until) {
-        const accountId = accounts[i++ % accounts.length]!;
-        const t0 = performance.now();
-        const ref = billing.randomId("req");
-        const h = await billing.hold(db, { accountId, amount: HOLD, ref, reason: "bench", expiresAt: new Date(Date.now() + 900_000) });
-        await billing.settleOne(db, { holdId: h.id, mode: "settle", actual: HOLD / 2, cover: 0, reason: "bench", usage: { accountId, ref, kind: "chat", model: "bench", status: 200 } });
-        latencies.push(performance.now() - t0);
+  await Promise.all(Array.from({ length: callers }, async () => {
+    while (performance.now() < until) {
+      const accountId = accounts[i++ % accounts.length]!;
+      const ref = billing.randomId("req");
+      const usage = { accountId, ref, kind: "chat" as const, model: "bench", status: 200 };
+      const a0 = performance.now();
+      if (!engine) {
+        const h = await billing.hold(db, { accountId, amount: WORST, ref, reason: "bench", expiresAt: new Date(Date.now() + 900_000) });
+        latencies.push(performance.now() - a0);
+        await billing.settleOne(db, { holdId: h.id, mode: "settle", actual: ACTUAL, cover: 0, reason: "bench", usage });
+      } else {
+        const a = group ? await group.approve(accountId, ref, WORST) : await engine.approve({ accountId, ref, amount: WORST, reason: "bench" });
+        latencies.push(performance.now() - a0);
+        engine.settle(a, { mode: "settle", actual: ACTUAL, reason: "bench", usage });
+        if (latencies.length % 64 === 0) await Bun.sleep(0); // let the flusher's I/O in, as a server's event loop would
       }
-    }),
-  );
+    }
+  }));
+  await engine?.sync(60_000); // every settlement in the database before the clock stops
+  const elapsed = (performance.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+  await engine?.stop();
   latencies.sort((a, b) => a - b);
-  const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))]!;
-  return { pairs: latencies.length / seconds, p50: pct(0.5), p99: pct(0.99) };
+  const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))] ?? 0;
+  return { pairs: latencies.length / elapsed, count: latencies.length, p50: pct(0.5), p99: pct(0.99), cpuUsPerPair: ((cpu.user + cpu.system) / latencies.length) };
 }
 
 const benchDb = `reelay_bench_billing_${process.pid}`;
 await admin((sql) => sql.unsafe(`CREATE DATABASE ${benchDb}`));
+const journalRoot = mkdtempSync(join(tmpdir(), "reelay-bench-journal-"));
 try {
   process.stderr.write(`initializing pgbench (scale 10) and ${benchDb}…\n`);
-  await pgbenchInit();
+  await admin(async (sql) => {
+    await sql.unsafe("DROP DATABASE IF EXISTS reelay_pgbench WITH (FORCE)");
+    await sql.unsafe("CREATE DATABASE reelay_pgbench");
+  });
+  await $`pgbench ${pgArgs()} -i -s 10 -q reelay_pgbench`.quiet();
   const setup = await openDatabase({ databaseUrl: urlFor(benchDb), dataDir: "/nonexistent", poolSize: 8 });
   await migrate(setup.db);
   const many: string[] = [];
@@ -93,8 +136,7 @@ try {
   const hot = [many[0]!];
   await setup.close();
 
-  const rows: string[][] = [];
-  const pgbenchTps = new Map<number, number>();
+  const rows: Array<Array<string | number>> = [];
   for (const wanted of CALLERS) {
     // other clients share the server: never ask for more connections than it has free
     const free = await admin(async (sql) => {
@@ -102,35 +144,36 @@ try {
       return r!.free;
     });
     const callers = Math.max(1, Math.min(wanted, free));
-    if (callers < wanted) process.stderr.write(`  only ${free} free connections on the server: ${wanted} callers capped to ${callers}\n`);
-    pgbenchTps.set(callers, await pgbench(callers));
-    const database = await openDatabase({ databaseUrl: urlFor(benchDb), dataDir: "/nonexistent", poolSize: Math.min(64, callers) });
-    for (const [name, accounts] of [["1 hot account", hot], ["1,000 accounts", many]] as const) {
-      const r = await run(database.db, accounts, callers);
-      const tps = pgbenchTps.get(callers)!;
-      rows.push([name, callers < wanted ? `${callers} (of ${wanted})` : String(callers), r.pairs.toFixed(0), tps.toFixed(0), (r.pairs / tps).toFixed(2), r.p50.toFixed(2), r.p99.toFixed(2)]);
-      process.stderr.write(`  ${rows.at(-1)!.join("  ")}\n`);
+    const tps = await pgbench(callers);
+    const database = await openDatabase({ databaseUrl: urlFor(benchDb), dataDir: "/nonexistent", poolSize: Math.min(20, callers) });
+    for (const mode of ["per-request statements", "engine, exact holds", "group-committed holds", "engine, leases"] as Mode[]) {
+      for (const [name, accounts] of [["1 hot account", hot], ["1,000 accounts", many]] as const) {
+        const c0 = await commits(benchDb);
+        const r = await run(database.db, mode, accounts, callers, journalRoot);
+        const statements = (await commits(benchDb)) - c0;
+        rows.push([mode, name, callers < wanted ? `${callers} (of ${wanted})` : callers, Math.round(r.pairs), Math.round(tps), (r.pairs / tps).toFixed(2),
+          (r.p50 * 1000).toFixed(0), (r.p99 * 1000).toFixed(0), (statements / r.count).toFixed(3), r.cpuUsPerPair.toFixed(0)]);
+        process.stderr.write(`  ${rows.at(-1)!.join("  ")}\n`);
+      }
     }
     await database.close();
   }
+  console.log(`\napprove + settle pairs/s vs pgbench simple-update tps (${seconds} s per row, ${new URL(BASE).host}; settlements drained before the clock stops)\n`);
+  console.log(table(["mode", "accounts", "callers", "pairs/s", "pgbench tps", "÷ pgbench", "approve p50 µs", "approve p99 µs", "commits / request", "bench CPU µs / pair"], rows));
 
-  const latency: string[][] = [];
-  const database = await openDatabase({ databaseUrl: urlFor(benchDb), dataDir: "/nonexistent", poolSize: LATENCY_CALLERS });
-  for (const [name, accounts] of [["1 hot account", hot], ["1,000 accounts", many]] as const) {
-    const r = await run(database.db, accounts, LATENCY_CALLERS);
-    latency.push([name, String(LATENCY_CALLERS), r.pairs.toFixed(0), r.p50.toFixed(2), r.p99.toFixed(2)]);
+  // the journal's price: one write() per settlement, measured as CPU per pair with and without it
+  const database = await openDatabase({ databaseUrl: urlFor(benchDb), dataDir: "/nonexistent", poolSize: 16 });
+  const journalRows: Array<Array<string | number>> = [];
+  const runs: Record<string, number[]> = { on: [], off: [] };
+  for (let k = 0; k < 3; k++) {
+    for (const j of ["off", "on"] as const) runs[j]!.push((await run(database.db, "engine, leases", many, 16, j === "on" ? journalRoot : null, Math.max(1, seconds / 2))).cpuUsPerPair);
   }
   await database.close();
-
-  const table = (head: string[], body: string[][]) => {
-    const w = head.map((h, i) => Math.max(h.length, ...body.map((r) => r[i]!.length)));
-    const line = (r: string[]) => "| " + r.map((c, i) => (i < 1 ? c.padEnd(w[i]!) : c.padStart(w[i]!))).join(" | ") + " |";
-    return [line(head), "|" + w.map((n, i) => "-" + "-".repeat(n) + (i < 1 ? "-" : ":") + "|").join(""), ...body.map(line)].join("\n");
-  };
-  console.log(`\nhold + settle pairs/s vs pgbench simple-update tps (${seconds} s per row, ${new URL(BASE).host})\n`);
-  console.log(table(["accounts", "callers", "pairs/s", "pgbench tps", "ratio", "p50 ms", "p99 ms"], rows));
-  console.log(`\nlatency of one hold + settle at ${LATENCY_CALLERS} concurrent callers\n`);
-  console.log(table(["accounts", "callers", "pairs/s", "p50 ms", "p99 ms"], latency));
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  journalRows.push(["engine, leases, 1,000 accounts, 16 callers", median(runs.off!).toFixed(1), median(runs.on!).toFixed(1), (median(runs.on!) - median(runs.off!)).toFixed(1)]);
+  console.log(`\nsettlement journal cost (median of 3 runs each)\n`);
+  console.log(table(["run", "CPU µs / pair, journal off", "journal on", "journal cost µs"], journalRows));
 } finally {
+  rmSync(journalRoot, { recursive: true, force: true });
   await admin((sql) => sql.unsafe(`DROP DATABASE IF EXISTS ${benchDb} WITH (FORCE)`));
 }
