@@ -20,7 +20,7 @@
 import { join } from "node:path";
 import { sql } from "drizzle-orm";
 import { query, type Db } from "../db/index.ts";
-import { ApiError } from "../errors.ts";
+import { ApiError, databaseUnavailable } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import { isConnectionError, isUniqueViolation } from "./db-errors.ts";
 import { hold } from "./exact-holds.ts";
@@ -103,6 +103,8 @@ const BACKOFF_MAX_MS = 2_000;
  * 17 s otherwise); the flusher's retries (50 ms doubling to 2 s) detect the recovery meanwhile.
  */
 const FAIL_FAST_MS = 1_000;
+/** heartbeats succeed every 100 ms while an instance holds leases; 10 missed ones mean trouble even without an error */
+const HEALTHY_GAP_MS = 1_000;
 /** a settlement that fails on its own (not a connection problem) is retried this often, and logged each time */
 const STUCK_RETRY_MS = 30_000;
 /** an account slot with no lease and nothing in flight is forgotten after this */
@@ -266,7 +268,10 @@ export class CreditEngine {
 
   private fromLease(slot: AccountSlot, amount: number, now: number): Approval | null {
     const l = slot.lease;
-    if (!l || l.dead || l.closing || l.asked || now > l.validUntil || now - this.lastDbOk > this.cfg.offlineMs) return null;
+    if (!l || l.dead || l.closing || l.asked || now > l.validUntil) return null;
+    // without the database (a statement failed, or none succeeded for a while): only within the offline bound
+    const sinceOk = now - this.lastDbOk;
+    if ((this.dbFailures > 0 || sinceOk > HEALTHY_GAP_MS) && sinceOk > this.cfg.offlineMs) return null;
     if (l.free < amount) return null;
     l.inflight += amount;
     l.lastUse = now;
@@ -639,6 +644,5 @@ export async function databaseIdentity(db: Db): Promise<string> {
 
 /** A database connection problem becomes 503 service_unavailable; anything else is rethrown as is. */
 export function unavailable(e: unknown): unknown {
-  if (!isConnectionError(e)) return e;
-  return new ApiError(503, "service_unavailable", "The billing database is unreachable; retry shortly.", { code: "service_unavailable", headers: { "retry-after": "1" }, cause: e });
+  return isConnectionError(e) ? databaseUnavailable(e) : e;
 }

@@ -22,8 +22,9 @@ const admin = (path: string, body?: unknown) =>
 beforeAll(async () => {
   pg = await startPgCluster();
   const databaseUrl = await pg.createDatabase("reelay_outage");
-  // holds of requests cut by the outage are released by the sweeper after 5 s
-  const config = testConfig({ DATABASE_URL: databaseUrl, REELAY_RATE_RPM: "0", REELAY_RATE_TPM: "0", REELAY_HOLD_TTL_SECONDS: "5", REELAY_HOLD_SWEEP_MS: "200", REELAY_KEY_CACHE_MS: "60000" });
+  // holds of requests cut by the outage are released by the sweeper after 5 s; no approvals from a
+  // credit lease without the database (by default they continue up to 5 s: test/billing/outage.test.ts)
+  const config = testConfig({ DATABASE_URL: databaseUrl, REELAY_RATE_RPM: "0", REELAY_RATE_TPM: "0", REELAY_HOLD_TTL_SECONDS: "5", REELAY_HOLD_SWEEP_MS: "200", REELAY_KEY_CACHE_MS: "60000", REELAY_BILLING_OFFLINE_MS: "0" });
   server = await startServer(config, { logger: createLogger(config) });
   url = server.url!;
   accountId = (await (await admin("/admin/accounts", { name: "outage", amount: 10_000_000 })).json()).id;
