@@ -197,7 +197,7 @@ export class CreditEngine {
       l.inflight -= approval.amount;
       holdId = l.id;
       if (!l.dead) {
-        cover = Math.min(s.actual, Math.max(0, l.free));
+        cover = Math.max(0, Math.min(s.actual, l.free));
         l.pending += cover;
         lease = l;
       }
