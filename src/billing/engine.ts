@@ -214,16 +214,22 @@ export class CreditEngine {
   /**
    * Resolves when every settlement queued before the call is in the database and the in-flight
    * amounts of this instance's leases are published (what a reader of balances and usage must
-   * wait for to see its own requests). Gives up after `timeoutMs` (the database is down).
+   * wait for to see its own requests). Gives up as soon as the database is found unreachable (the
+   * read will answer 503 itself), or after `timeoutMs`.
    */
-  async sync(timeoutMs = 2_000): Promise<void> {
+  async sync(timeoutMs = 10_000): Promise<void> {
     const unpublished = [...this.slots.values()].some((s) => s.lease && !s.lease.dead && s.lease.published !== s.lease.inflight);
     if (this.queue.length === 0 && !this.flushing && !unpublished) return;
-    const done = new Promise<void>((resolve) => this.waiters.push({ seq: this.seq, gen: this.startedGen + 1, resolve }));
+    let resolveWaiter!: () => void;
+    const done = new Promise<void>((resolve) => this.waiters.push({ seq: this.seq, gen: this.startedGen + 1, resolve: (resolveWaiter = resolve) }));
     this.schedule(true);
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([done, new Promise<void>((r) => (timer = setTimeout(r, timeoutMs)))]);
-    clearTimeout(timer);
+    const t0 = performance.now();
+    const giveUp = setInterval(() => {
+      if (this.dbFailures > 0 || performance.now() - t0 > timeoutMs) resolveWaiter();
+    }, 50);
+    await done;
+    clearInterval(giveUp);
+    this.waiters = this.waiters.filter((w) => w.resolve !== resolveWaiter);
   }
 
   /** Land everything queued (for up to `graceMs`), close this instance's leases, close the journal. */
