@@ -155,7 +155,12 @@ export class CreditEngine {
     const root = join(this.opts.dataDir, "billing-journal");
     const database = await databaseIdentity(this.db);
     for (const orphan of claimOrphanJournals(root, database, processAlive)) await this.replay(orphan);
-    this.journal = new Journal(join(root, this.owner.replace(/[^\w.-]/g, "_")), { owner: this.owner, pid: process.pid, processStart: performance.timeOrigin, database });
+    const onError = (err: unknown, what: string) => this.log.error({ err, what }, "billing: the settlement journal failed; settlements are kept in memory until they land");
+    try {
+      this.journal = new Journal(join(root, this.owner.replace(/[^\w.-]/g, "_")), { owner: this.owner, pid: process.pid, processStart: performance.timeOrigin, database }, onError);
+    } catch (e) {
+      onError(e, "open");
+    }
     this.stuckTimer = setInterval(() => this.retryStuck(), STUCK_RETRY_MS);
     this.stuckTimer.unref?.();
   }
@@ -501,10 +506,11 @@ export class CreditEngine {
     this.inflightMinSeq = batch[0]?.seq ?? Infinity;
     const beats: Array<{ lease: LeaseMem; inFlight: number }> = [];
     for (const slot of this.slots.values()) if (slot.lease && !slot.lease.dead) beats.push({ lease: slot.lease, inFlight: slot.lease.inflight });
-    this.journal?.rotate();
     const t0 = performance.now();
     let delay = -1;
+    // everything inside: an exception here must never leave `flushing` set (billing would stop)
     try {
+      this.journal?.rotate();
       if (batch.length > 0 || beats.length > 0) {
         const res = await settleBatch(this.db, batch.map((q) => q.s), beats.map((b) => ({ id: b.lease.id, inFlight: b.inFlight })), this.cfg.leaseTtlMs);
         this.landed(batch, beats, res, t0);

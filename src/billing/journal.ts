@@ -8,8 +8,11 @@
  * process incarnation; segments rotate at each flush so a landed segment is simply unlinked.
  * At boot, directories of dead processes on the same database are replayed (settlements are
  * idempotent by ref) and removed.
+ *
+ * A journal that cannot be written (disk full, out of file descriptors) never stops billing: the
+ * error is reported and the settlement is kept in memory only, as without a journal.
  */
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import type { Settlement } from "./settle-batch.ts";
 
@@ -30,16 +33,22 @@ export class Journal {
   /** segment -> settlements appended to it and not landed yet */
   private readonly outstanding = new Map<number, number>();
 
-  constructor(private readonly dir: string, meta: JournalMeta) {
+  /** Throws when the directory cannot be created (the engine then runs without a journal). */
+  constructor(private readonly dir: string, meta: JournalMeta, private readonly onError: (err: unknown, what: string) => void) {
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, "meta.json"), JSON.stringify(meta));
     this.openNext();
   }
 
-  /** Append one settlement; returns the segment it is in (pass it to `landed`). */
+  /** Append one settlement; returns the segment it is in (pass it to `landed`), 0 if it could not be written. */
   append(s: Settlement): number {
-    const line = JSON.stringify(s) + "\n";
-    writeSync(this.fd!, line);
+    if (this.fd === null) return 0;
+    try {
+      writeSync(this.fd, JSON.stringify(s) + "\n");
+    } catch (e) {
+      this.onError(e, "append");
+      return 0;
+    }
     this.appendedToCurrent++;
     this.outstanding.set(this.seg, (this.outstanding.get(this.seg) ?? 0) + 1);
     return this.seg;
@@ -47,34 +56,52 @@ export class Journal {
 
   /** Start a new segment (at each flush), so the settlements of the previous one can land and go. */
   rotate(): void {
-    if (this.appendedToCurrent > 0) this.openNext();
+    if (this.appendedToCurrent === 0) return;
+    try {
+      this.openNext();
+    } catch (e) {
+      this.onError(e, "rotate"); // keep appending to the current segment
+    }
   }
 
   /** A settlement of segment `seg` is in the database. */
   landed(seg: number): void {
+    if (seg === 0) return;
     const n = (this.outstanding.get(seg) ?? 1) - 1;
     if (n > 0) return void this.outstanding.set(seg, n);
     this.outstanding.delete(seg);
-    if (seg !== this.seg) rmSync(this.segPath(seg), { force: true });
+    if (seg !== this.seg) this.remove(this.segPath(seg));
   }
 
   /** Close; the directory is removed when every settlement landed, else kept for the next boot. */
   close(): boolean {
-    if (this.fd !== null) closeSync(this.fd);
+    try {
+      if (this.fd !== null) closeSync(this.fd);
+    } catch {}
     this.fd = null;
     const empty = [...this.outstanding.values()].every((n) => n === 0);
-    if (empty) rmSync(this.dir, { recursive: true, force: true });
+    if (empty) this.remove(this.dir, true);
     return empty;
   }
 
   private openNext() {
-    if (this.fd !== null) {
-      closeSync(this.fd);
-      if (!this.outstanding.get(this.seg)) rmSync(this.segPath(this.seg), { force: true });
+    const next = this.seg + 1;
+    const fd = openSync(this.segPath(next), "a");
+    const [old, oldSeg] = [this.fd, this.seg];
+    [this.fd, this.seg, this.appendedToCurrent] = [fd, next, 0];
+    if (old === null) return;
+    try {
+      closeSync(old);
+    } catch {}
+    if (!this.outstanding.get(oldSeg)) this.remove(this.segPath(oldSeg));
+  }
+
+  private remove(path: string, recursive = false) {
+    try {
+      rmSync(path, { recursive, force: true });
+    } catch (e) {
+      this.onError(e, "remove");
     }
-    this.seg++;
-    this.appendedToCurrent = 0;
-    this.fd = openSync(this.segPath(this.seg), "a");
   }
 
   private segPath(seg: number) {
@@ -107,11 +134,15 @@ export function claimOrphanJournals(root: string, database: string, alive: (pid:
     } catch {
       continue;
     }
-    if (meta.database !== database) continue;
     const claimer = /\.replay-(\d+)$/.exec(name);
     const holder = claimer ? Number(claimer[1]) : meta.pid;
     const ours = holder === process.pid && (claimer !== null || meta.processStart === performance.timeOrigin);
     if (ours || (holder !== process.pid && alive(holder))) continue;
+    if (meta.database !== database) {
+      // another database's: replayed by an instance of that database, unless there is nothing to replay
+      if (!readdirSync(dir).some((f) => f.endsWith(".jsonl") && statSync(join(dir, f)).size > 0)) rmSync(dir, { recursive: true, force: true });
+      continue;
+    }
     const base = claimer ? name.slice(0, claimer.index) : name;
     const claimed = join(root, `${base}.replay-${process.pid}`);
     try {

@@ -4,7 +4,7 @@
  * the request allowed, and the usage row says what happened (`anomaly`).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sql } from "drizzle-orm";
@@ -24,9 +24,10 @@ let s: TestServer;
 let client: { key: string; accountId: string };
 let spent = 0;
 
+const dir = mkdtempSync(join(tmpdir(), "reelay-hostile-"));
+
 beforeAll(async () => {
   fake = await startFakeOpenAI();
-  const dir = mkdtempSync(join(tmpdir(), "reelay-hostile-"));
   const file = join(dir, "models.json");
   const chat = (id: string, extra: Record<string, unknown>) => ({ id, plugin: "openai-compatible", options: { baseUrl: fake.url, timeouts: { totalMs: 5_000 } }, pricing: PRICING, ...extra });
   writeFileSync(file, JSON.stringify({
@@ -42,6 +43,7 @@ beforeAll(async () => {
   client = await s.newClient({ credits: 1_000_000 });
 }, 60_000);
 afterAll(async () => {
+  rmSync(dir, { recursive: true, force: true });
   await s?.close();
   await fake?.stop();
 });

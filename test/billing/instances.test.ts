@@ -4,7 +4,7 @@
  * within a second, and leases go back once the account is idle.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sql } from "drizzle-orm";
@@ -23,9 +23,10 @@ let url: string;
 let db: Database;
 let servers: ChildServer[] = [];
 
+const dir = mkdtempSync(join(tmpdir(), "reelay-instances-"));
+
 beforeAll(async () => {
   fake = await startFakeOpenAI({ tokens: 8 });
-  const dir = mkdtempSync(join(tmpdir(), "reelay-instances-"));
   const models = join(dir, "models.json");
   writeFileSync(models, JSON.stringify({
     builtins: false,
@@ -37,6 +38,7 @@ beforeAll(async () => {
   db = await openDatabase({ databaseUrl: url, dataDir: "/nonexistent", poolSize: 2 });
 }, 90_000);
 afterAll(async () => {
+  rmSync(dir, { recursive: true, force: true });
   await Promise.all(servers.map((s) => s.stop()));
   await db?.close();
   await fake?.stop();

@@ -5,7 +5,7 @@
  * the kill are never charged. A dead instance's lease goes back to the account after its TTL.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sql } from "drizzle-orm";
@@ -38,6 +38,7 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(async () => {
   await Promise.all(running.map((s) => s.stop()));
+  rmSync(dir, { recursive: true, force: true });
   await db?.close();
   await fake?.stop();
   if (url) await dropDatabase(url);

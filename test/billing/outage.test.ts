@@ -4,7 +4,7 @@
  * from a lease continue for a bounded time, then (and for anything needing a statement) 503.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
@@ -24,6 +24,8 @@ let fake: FakeOpenAI;
 let server: ChildServer;
 let url: string;
 
+const dir = mkdtempSync(join(tmpdir(), "reelay-outage-"));
+
 beforeAll(async () => {
   pg = await startThrowawayPostgres();
   const admin = postgres(pg.url, { max: 1, onnotice: () => {} });
@@ -31,7 +33,6 @@ beforeAll(async () => {
   await admin.end();
   url = pg.url.replace(/\/postgres$/, "/reelay");
   fake = await startFakeOpenAI({ tokens: 8 });
-  const dir = mkdtempSync(join(tmpdir(), "reelay-outage-"));
   const models = join(dir, "models.json");
   writeFileSync(models, JSON.stringify({
     builtins: false,
@@ -43,6 +44,7 @@ beforeAll(async () => {
   });
 }, 120_000);
 afterAll(async () => {
+  rmSync(dir, { recursive: true, force: true });
   await server?.stop();
   await fake?.stop();
   await pg?.destroy();
