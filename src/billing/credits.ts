@@ -78,6 +78,18 @@ export async function clientBalance(tx: Tx, accountId: string): Promise<Operator
   return { balance, held, available: balance - held, leasedIdle, leases: Number(r.leases) };
 }
 
+/** Per account: the idle part of the credit leased ahead by instances, and how many leases are open. */
+export async function leasedIdle(tx: Tx, accountIds: string[]): Promise<Map<string, { idle: number; leases: number }>> {
+  const out = new Map<string, { idle: number; leases: number }>();
+  if (accountIds.length === 0) return out;
+  const rows = await query<{ account_id: string; idle: number; n: number }>(tx, sql`
+    SELECT account_id, sum(amount - LEAST(in_flight, amount))::float8 AS idle, count(*)::int AS n FROM holds
+    WHERE account_id IN ${sql.raw(`(${accountIds.map((a) => `'${a.replace(/'/g, "''")}'`).join(",")})`)} AND state = 'open' AND kind = 'lease'
+    GROUP BY account_id`);
+  for (const r of rows) out.set(r.account_id, { idle: Number(r.idle), leases: Number(r.n) });
+  return out;
+}
+
 export function accountNotFound(id: string) {
   return new ApiError(404, "not_found_error", `No account '${id}'.`, { code: "account_not_found" });
 }

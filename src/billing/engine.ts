@@ -24,7 +24,7 @@ import { ApiError, databaseUnavailable } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import { isConnectionError, isUniqueViolation } from "./db-errors.ts";
 import { hold } from "./exact-holds.ts";
-import { getBalance } from "./credits.ts";
+import { adjust, getBalance } from "./credits.ts";
 import { randomId } from "./ids.ts";
 import { claimOrphanJournals, Journal, processAlive, type OrphanJournal } from "./journal.ts";
 import { AccountSlot, LeaseMem } from "./lease-memory.ts";
@@ -255,6 +255,36 @@ export class CreditEngine {
     }
     const clean = this.journal?.close() ?? true;
     if (!clean) this.log.error({ queued: this.queue.length + this.stuck.length }, "billing: settlements not yet in the database are kept in the journal and replayed at the next start");
+  }
+
+  /**
+   * An operator's adjustment. Credit leased ahead counts as held in the database, so an adjustment
+   * that leased credit stands in the way of asks for it back (ours at once, other instances' at
+   * their next heartbeat) and retries for up to `reclaimWaitMs`.
+   */
+  async adjust(accountId: string, amount: number, reason: string, ref: string | null): Promise<number> {
+    const attempt = () => this.db.transaction((tx) => adjust(tx, accountId, amount, reason, ref));
+    const refused = (e: unknown) => e instanceof ApiError && e.code === "invalid_amount" && Number.isSafeInteger(amount) && amount < 0;
+    try {
+      return await attempt();
+    } catch (e) {
+      if (!refused(e)) throw e;
+    }
+    const deadline = performance.now() + this.cfg.reclaimWaitMs + BEAT_MS;
+    const slot = this.slots.get(accountId);
+    if (slot?.lease && !slot.lease.dead) {
+      slot.coolUntil = performance.now() + COOL_MS;
+      await this.giveBack(slot, slot.lease, slot.lease.free, false, "operator adjustment");
+    }
+    const others = await requestLeaseReturns(this.db, accountId, this.owner);
+    for (;;) {
+      try {
+        return await attempt();
+      } catch (e) {
+        if (!refused(e) || others === 0 || performance.now() >= deadline) throw e;
+      }
+      await Bun.sleep(RECLAIM_POLL_MS);
+    }
   }
 
   /** Operator view of this instance's engine. */

@@ -12,7 +12,7 @@
  * each request or job is charged at most once (one usage row per ref).
  */
 export { randomId } from "./ids.ts";
-export { accountNotFound, adjust, clientBalance, getBalance, grant, type Balance, type OperatorBalance } from "./credits.ts";
+export { accountNotFound, adjust, clientBalance, getBalance, grant, leasedIdle, type Balance, type OperatorBalance } from "./credits.ts";
 export { hold, sweepExpiredHolds, type Hold } from "./exact-holds.ts";
 export { settleBatch, settleOne, type Settlement, type SettlementResult, type SingleSettlement } from "./settle-batch.ts";
 export { priceOf, type BillableUsage } from "./price.ts";

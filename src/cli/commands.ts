@@ -63,7 +63,7 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
       return svc.publicAccount(await svc.createFundedAccount(db, values.name!, integer("credits", values.credits) ?? 0));
     },
   },
-  "accounts list": { usage: "accounts list", run: async (db) => (await svc.listAccounts(db, 1000)).map(svc.publicAccount) },
+  "accounts list": { usage: "accounts list", run: async (db) => (await svc.listAccounts(db, 1000)).map((r) => svc.publicAccount(r)) },
   "accounts limits": {
     usage: "accounts limits ACCOUNT_ID [--rpm N|default] [--tpm N|default] [--video-concurrency N|default]",
     run: async (db, args) => {

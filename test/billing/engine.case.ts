@@ -197,6 +197,24 @@ export function describeEngine(name: string, open: () => Promise<BillingDb>) {
       await expectInvariants(db, [acct]);
     }, 60_000);
 
+    test("an operator's adjustment that leased credit stands in the way gets it back (from this instance and others)", async () => {
+      const db = bdb.db;
+      const acct = await fundedAccount(db, 1_000_000);
+      const a = newEngine(db), b = newEngine(db);
+      for (let i = 0; i < 3; i++) await request(a, acct, 50_000, 10_000);
+      for (let i = 0; i < 3; i++) await request(b, acct, 50_000, 10_000);
+      await a.sync();
+      await b.sync();
+      expect((await billing.getBalance(db, acct)).held).toBeGreaterThan(100_000); // two leases
+      // the client can spend 940,000: an operator may take 900,000 of it
+      await expect(billing.adjust(db, acct, -900_000, "refund", null)).rejects.toMatchObject({ status: 400 });
+      expect(await a.adjust(acct, -900_000, "refund", null)).toBe(40_000);
+      expect(await billing.clientBalance(db, acct)).toMatchObject({ balance: 40_000, held: 0, available: 40_000 });
+      await a.stop();
+      await b.stop();
+      await expectInvariants(db, [acct]);
+    }, 60_000);
+
     test("a settlement that fails on its own is isolated: the others land, readers are not held up", async () => {
       const db = bdb.db;
       const acct = await fundedAccount(db, 1_000_000);

@@ -178,14 +178,21 @@ export function publicKey(row: typeof apiKeys.$inferSelect) {
   };
 }
 
-export function publicAccount(row: typeof accounts.$inferSelect) {
+/**
+ * An account as the API shows it. With `leased` (credit instances reserved ahead, see
+ * billing/engine.ts): `held` and `available` are the client's view (requests in flight only) and
+ * the idle leased credit is shown on its own; without it, the row's own numbers.
+ */
+export function publicAccount(row: typeof accounts.$inferSelect, leased?: { idle: number; leases: number }) {
+  const held = row.held - (leased?.idle ?? 0);
   return {
     id: row.id,
     object: "account" as const,
     name: row.name,
     balance: row.balance,
-    held: row.held,
-    available: row.balance - row.held,
+    held,
+    available: row.balance - held,
+    ...(leased ? { leased } : {}),
     limits: { requests_per_minute: row.rpmLimit, tokens_per_minute: row.tpmLimit, concurrent_video_jobs: row.videoConcurrencyLimit },
     created_at: new Date(row.createdAt).toISOString(),
   };

@@ -37,6 +37,12 @@ export function checkAdmin(adminToken: string | null, authorization: string | un
 
 export const adminRoutes = (deps: AppDeps) => {
   const db = deps.database.db;
+  // accounts as their clients see them, with the credit leased ahead shown on its own
+  const views = async (rows: Array<Parameters<typeof svc.publicAccount>[0]>) => {
+    const leased = await billing.leasedIdle(db, rows.map((r) => r.id));
+    return rows.map((r) => svc.publicAccount(r, leased.get(r.id) ?? { idle: 0, leases: 0 }));
+  };
+  const view = async (row: Parameters<typeof svc.publicAccount>[0]) => (await views([row]))[0]!;
   return new Elysia({ prefix: "/admin", tags: ["admin"] })
     .onBeforeHandle({ as: "local" }, ({ headers }) => checkAdmin(deps.config.adminToken, headers["authorization"]))
     .post(
@@ -44,7 +50,7 @@ export const adminRoutes = (deps: AppDeps) => {
       async ({ body, set }) => {
         set.status = 201;
         if (body.amount !== undefined && body.credits !== undefined && body.amount !== body.credits) throw badRequest("Send the initial credits once: 'amount' (or its older name 'credits'), not both with different values.", "amount");
-        return svc.publicAccount(await svc.createFundedAccount(db, body.name, body.amount ?? body.credits ?? 0));
+        return view(await svc.createFundedAccount(db, body.name, body.amount ?? body.credits ?? 0));
       },
       {
         body: CreateAccountBody,
@@ -52,25 +58,23 @@ export const adminRoutes = (deps: AppDeps) => {
         response: { 201: AccountView, ...adminErrors },
       },
     )
-    .get("/accounts", async ({ query }) => ({ object: "list" as const, data: (await svc.listAccounts(db, query.limit ?? 100, query.offset ?? 0, query.search || undefined)).map(svc.publicAccount) }), {
+    .get("/accounts", async ({ query }) => ({ object: "list" as const, data: await views(await svc.listAccounts(db, query.limit ?? 100, query.offset ?? 0, query.search || undefined)) }), {
       query: AccountsQuery,
       detail: { summary: "List accounts", security },
       response: { 200: listOf(AccountView, AccountView.examples?.[0]), ...adminErrors },
     })
     .get("/accounts/:id", async ({ params }) => {
       await deps.billing.sync();
-      const account = svc.publicAccount(await svc.getAccount(db, params.id));
-      const b = await billing.clientBalance(db, params.id);
-      return { ...account, leased: { idle: b.leasedIdle, leases: b.leases } };
+      return view(await svc.getAccount(db, params.id));
     }, {
       detail: {
         summary: "Get an account",
-        description: "An account with its balance, held and available credits. Operator view: `held` includes credit instances reserved ahead (leases); `leased.idle` is the part of it no request uses yet (a client sees it as available).",
+        description: "An account with its balance, held and available credits, as its client sees them (`held`: requests and jobs in flight). `leased`: credit instances reserved ahead for the account and no request uses yet (in the database's held amount; spendable).",
         security,
       },
       response: accountReply,
     })
-    .patch("/accounts/:id/limits", async ({ params, body }) => svc.publicAccount(await svc.setAccountLimits(db, params.id, toLimits(body))), {
+    .patch("/accounts/:id/limits", async ({ params, body }) => view(await svc.setAccountLimits(db, params.id, toLimits(body))), {
       body: t.Object(Limits, { examples: [{ requests_per_minute: 120, tokens_per_minute: null }] }),
       detail: { summary: "Set account rate limits", description: "Set rate-limit overrides for a whole account (null: configured default)", security },
       response: accountReply,
@@ -79,7 +83,7 @@ export const adminRoutes = (deps: AppDeps) => {
       "/accounts/:id/credits",
       async ({ params, body }) => {
         await db.transaction((tx) => billing.grant(tx, params.id, body.amount, body.reason ?? "grant by admin", body.ref ?? null));
-        return svc.publicAccount(await svc.getAccount(db, params.id));
+        return view(await svc.getAccount(db, params.id));
       },
       {
         body: GrantBody,
@@ -90,8 +94,9 @@ export const adminRoutes = (deps: AppDeps) => {
     .post(
       "/accounts/:id/adjustments",
       async ({ params, body }) => {
-        await db.transaction((tx) => billing.adjust(tx, params.id, body.amount, body.reason, body.ref ?? null));
-        return svc.publicAccount(await svc.getAccount(db, params.id));
+        // leased credit in the way is asked back first (engine.adjust)
+        await deps.billing.adjust(params.id, body.amount, body.reason, body.ref ?? null);
+        return view(await svc.getAccount(db, params.id));
       },
       {
         body: AdjustmentBody,

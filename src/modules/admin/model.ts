@@ -76,7 +76,7 @@ export const AccountView = t.Object(
     held: t.Integer({ description: "micro-dollars reserved by open holds" }),
     available: t.Integer({ description: "balance − held" }),
     leased: t.Optional(t.Object({
-      idle: t.Integer({ description: "part of held that instances reserved ahead and no request uses yet, micro-dollars" }),
+      idle: t.Integer({ description: "credit instances reserved ahead for the account that no request uses yet, micro-dollars (spendable; in the database's held amount, not in `held` here)" }),
       leases: t.Integer({ description: "open credit leases (one per instance serving the account)" }),
     })),
     limits: LimitsView,
