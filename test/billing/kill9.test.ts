@@ -90,6 +90,7 @@ test("kill -9 under load, restart on the same data directory: every answered req
   expect(firstChunk.done).toBe(false);
   await a.kill9();
 
+  await Bun.sleep(500); // a batch statement sent just before the kill still commits
   const landedBeforeRestart = (await billed(done)).size;
   console.log(`kill -9 right after ${done.length} answered requests: ${done.length - landedBeforeRestart} settlements were not in the database yet (journaled)`);
   const dead = await query<{ n: number }>(db.db, sql`SELECT count(*)::int AS n FROM holds WHERE account_id = ${c.accountId} AND kind = 'lease' AND state = 'open'`);
@@ -131,6 +132,7 @@ test("kill -9 mid-traffic, never restarted: its lease returns after the TTL, the
   await Promise.all(loops);
 
   const refs = answered.map((x) => x.ref);
+  await Bun.sleep(500); // a batch statement sent just before the kill still commits
   const landed = await billed(refs);
   const lost = answered.filter((x) => !landed.has(x.ref));
   const window = lost.length ? Math.round(killedAt - Math.min(...lost.map((x) => x.at))) : 0;
@@ -142,13 +144,19 @@ test("kill -9 mid-traffic, never restarted: its lease returns after the TTL, the
   await eventually("dead instance's reservations released", async () => (await accountRow(c.accountId)).held === 0, 15_000);
   const swept = await query<{ reason: string }>(db.db, sql`SELECT reason FROM ledger WHERE account_id = ${c.accountId} AND kind = 'lease_return' ORDER BY id DESC LIMIT 1`);
   expect(swept[0]!.reason).toBe("lease expired: its instance stopped renewing it");
-  const balanceAfterSweep = (await accountRow(c.accountId)).balance;
-  expect(balanceAfterSweep).toBe(100_000_000 - landed.size * COST);
+  // what was charged is exactly the usage rows (a request settled at the kill but never answered is charged too)
+  const usageRows = async () => (await query<{ n: number }>(db.db, sql`SELECT count(*)::int AS n FROM usage_records WHERE account_id = ${c.accountId}`))[0]!.n;
+  const before = await usageRows();
+  expect(before).toBeGreaterThanOrEqual(landed.size);
+  expect(before - landed.size).toBeLessThanOrEqual(8); // at most one per request loop in flight
+  expect((await accountRow(c.accountId)).balance).toBe(100_000_000 - before * COST);
 
   // the instance comes back later on its data directory: the lost ones are charged now, from available credit, once
   await server("b1");
   expect(await billed(refs)).toEqual(new Set(refs));
-  expect(await accountRow(c.accountId)).toEqual({ balance: 100_000_000 - answered.length * COST, held: 0 });
+  const after = await usageRows();
+  expect(after - before).toBe(answered.length - landed.size);
+  expect(await accountRow(c.accountId)).toEqual({ balance: 100_000_000 - after * COST, held: 0 });
   await expectInvariants(db.db, [c.accountId]);
   void b2;
 }, 120_000);
