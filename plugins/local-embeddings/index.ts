@@ -36,14 +36,14 @@ function create(ctx: PluginContext): ModelInstance {
   const options = parseOptions(ctx.options);
   // the tokenizer runs on this thread (token counts for holds, ids for the workers); its
   // vocabulary is 0.2 MB of JSON, read on first use
-  let tokenizer: SentencePieceTokenizer | undefined;
-  const tokenize = (text: string) => (tokenizer ??= new SentencePieceTokenizer(loadVocabularySync(options.modelDir))).encode(text);
+  let loadedTokenizer: SentencePieceTokenizer | undefined;
+  const tokenizer = () => (loadedTokenizer ??= new SentencePieceTokenizer(loadVocabularySync(options.modelDir)));
   // countTokens runs right before embed on the same array (the host counts for the hold first):
   // keep its ids so a request is tokenized once
   const counted = new WeakMap<string[], Promise<number[][]>>();
   const idsOf = (inputs: string[]) => {
     let ids = counted.get(inputs);
-    if (!ids) counted.set(inputs, (ids = tokenizeSliced(inputs, tokenize)));
+    if (!ids) counted.set(inputs, (ids = tokenizeSliced(inputs, tokenizer)));
     return ids;
   };
   let loaded: { engine: Engine; batcher: MicroBatcher<number[], Float32Array> } | undefined;
@@ -114,13 +114,19 @@ function create(ctx: PluginContext): ModelInstance {
 
 /**
  * SentencePiece on this thread runs at ~1.5 MB/s (a full 300k-token request: ~1 s), so inputs are
- * tokenized in slices of ~4 ms with the event loop free in between.
+ * tokenized in slices of ~4 ms with the event loop free in between — within one input too (a
+ * single 300,000-character input is ~0.5 s of lattice work).
  */
-async function tokenizeSliced(inputs: string[], tokenize: (text: string) => number[]): Promise<number[][]> {
+async function tokenizeSliced(inputs: string[], tokenizer: () => SentencePieceTokenizer): Promise<number[][]> {
   const out: number[][] = [];
   let sliceStart = performance.now();
   for (const text of inputs) {
-    out.push(tokenize(text));
+    if (text.length > LONG_INPUT_CHARS) {
+      out.push(await tokenizer().encodeSliced(text));
+      sliceStart = performance.now();
+      continue;
+    }
+    out.push(tokenizer().encode(text));
     if (performance.now() - sliceStart > 4) {
       await new Promise((r) => setImmediate(r));
       sliceStart = performance.now();
@@ -128,6 +134,9 @@ async function tokenizeSliced(inputs: string[], tokenize: (text: string) => numb
   }
   return out;
 }
+
+/** inputs longer than this are tokenized in slices of their own (~1 ms of work each) */
+const LONG_INPUT_CHARS = 2_000;
 
 interface Engine {
   backend: string;

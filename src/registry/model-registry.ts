@@ -23,6 +23,13 @@ export interface RegisteredModel {
   capabilities: Capability[];
   /** the plugin's instance; each capability call waits until the model is loaded (model-loader.ts) */
   instance: ModelInstance;
+  /**
+   * Wait until the model is loaded (bounded; 503 model_loading past the wait). A route calls it
+   * before host-side work that needs what loading builds — the prompt estimate needs the cl100k
+   * counter, whose build is part of loading a chat model (200–400 ms, in slices) — so a model's
+   * first request never builds it in one block on the event loop.
+   */
+  ready(signal?: AbortSignal): Promise<void>;
 }
 
 export interface ModelRegistry {
@@ -122,7 +129,7 @@ export async function buildRegistry(
     const managed = withHostTokenizer(instance, policy.warmHostTokenizer);
     const loader = new ModelLoader(m.id, managed, policy);
     loaders.set(m.id, loader);
-    byId.set(m.id, { id: m.id, plugin: m.plugin, pricing: m.pricing, maxOutputTokens: m.maxOutputTokens, contextLength: m.contextLength, ownedBy: m.ownedBy ?? "reelay", description: m.description, createdAt: now, capabilities, instance: waitingInstance(managed, loader) });
+    byId.set(m.id, { id: m.id, plugin: m.plugin, pricing: m.pricing, maxOutputTokens: m.maxOutputTokens, contextLength: m.contextLength, ownedBy: m.ownedBy ?? "reelay", description: m.description, createdAt: now, capabilities, instance: waitingInstance(managed, loader), ready: (signal) => loader.ready(signal) });
   }
   return {
     get: (id) => byId.get(id),

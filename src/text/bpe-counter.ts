@@ -18,20 +18,36 @@
  */
 
 /**
- * "<offset-name> <first rank> <base64 token> <base64 token> …" per line (js-tiktoken's format);
- * keys are the token's bytes as a latin1 string, so an ASCII piece is its own key. Parses lines
- * [from, to) and returns where it stopped.
+ * Parser of js-tiktoken's format, "<offset-name> <first rank> <base64 token> <base64 token> …" per
+ * line; keys are the token's bytes as a latin1 string, so an ASCII piece is its own key. cl100k is
+ * ONE such line of 100,256 tokens, so the parser advances by tokens, not by lines: `step(n)`
+ * parses up to n tokens and reports whether the table is done.
  */
-function parseRankLines(lines: string[], from: number, to: number, ranks: Map<string, number>): number {
-  const end = Math.min(to, lines.length);
-  for (let l = from; l < end; l++) {
-    const line = lines[l]!;
-    if (!line) continue;
-    const fields = line.split(" ");
-    const offset = Number.parseInt(fields[1]!, 10);
-    for (let i = 2; i < fields.length; i++) ranks.set(Buffer.from(fields[i]!, "base64").toString("latin1"), offset + i - 2);
-  }
-  return end;
+function rankParser(table: string, ranks: Map<string, number>) {
+  const lines = table.split("\n");
+  let line = 0;
+  let fields: string[] = [];
+  let field = 0;
+  let offset = 0;
+  return {
+    step(tokens: number): boolean {
+      let budget = tokens;
+      while (budget > 0) {
+        if (field >= fields.length) {
+          while (line < lines.length && !lines[line]) line++;
+          if (line >= lines.length) return true;
+          fields = lines[line++]!.split(" ");
+          offset = Number.parseInt(fields[1]!, 10);
+          field = 2;
+          continue;
+        }
+        const end = Math.min(fields.length, field + budget);
+        budget -= end - field;
+        for (; field < end; field++) ranks.set(Buffer.from(fields[field]!, "base64").toString("latin1"), offset + field - 2);
+      }
+      return field >= fields.length && !lines.slice(line).some(Boolean);
+    },
+  };
 }
 
 /** 32 bytes: English words are under 20; the merge cost per byte grows with this (64 bytes: ~2× slower on random text). */
@@ -46,14 +62,13 @@ export class BpeCounter {
   private readonly ranks: Map<string, number>;
   private readonly pattern: RegExp;
 
-  /** `ranks`: the table already parsed (parseRanksSliced), else it is parsed here, at once */
+  /** `ranks`: the table already parsed (`build`), else it is parsed here, at once */
   constructor(table: RankTable, ranks?: Map<string, number>) {
     this.pattern = new RegExp(table.pat_str, "gu");
     if (ranks) this.ranks = ranks;
     else {
       this.ranks = new Map();
-      const lines = table.bpe_ranks.split("\n");
-      parseRankLines(lines, 0, lines.length, this.ranks);
+      rankParser(table.bpe_ranks, this.ranks).step(Number.POSITIVE_INFINITY);
     }
   }
 
@@ -62,11 +77,13 @@ export class BpeCounter {
    * between: parsing cl100k takes 130–300 ms here, which must not stall requests in flight.
    */
   static async build(table: RankTable, sliceMs = 5): Promise<BpeCounter> {
-    const lines = table.bpe_ranks.split("\n");
     const ranks = new Map<string, number>();
-    for (let at = 0; at < lines.length; ) {
+    const parser = rankParser(table.bpe_ranks, ranks);
+    for (;;) {
       const started = performance.now();
-      while (at < lines.length && performance.now() - started < sliceMs) at = parseRankLines(lines, at, at + 64, ranks);
+      let done = false;
+      while (!done && performance.now() - started < sliceMs) done = parser.step(256);
+      if (done) break;
       await new Promise((r) => setImmediate(r));
     }
     return new BpeCounter(table, ranks);

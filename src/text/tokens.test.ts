@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { Tiktoken } from "js-tiktoken/lite";
 import cl100k_base from "js-tiktoken/ranks/cl100k_base";
+import { BpeCounter } from "./bpe-counter.ts";
 import { countTextTokens, estimateChatRequestTokens, EXACT_ESTIMATE_BYTES, tokenEstimator } from "./tokens.ts";
 
 const reference = new Tiktoken(cl100k_base);
@@ -63,5 +64,24 @@ describe("prompt estimates for holds", () => {
     expect(count(history)).toBe(exact); // remembered: no budget used
     const other = "Then about buses to Faro. ".repeat(200); // 5200 bytes, fits the untouched budget
     expect(count(other)).toBe(countTextTokens(other));
+  });
+});
+
+describe("BpeCounter.build", () => {
+  test("parses cl100k (one line of 100,256 tokens) in many slices with the event loop free between them, to the same table", async () => {
+    let turns = 0;
+    let counting = true;
+    const tick = () => {
+      turns++;
+      if (counting) setImmediate(tick);
+    };
+    setImmediate(tick);
+    const sliced = await BpeCounter.build(cl100k_base, 1);
+    counting = false;
+    // at 1 ms per slice the ~100–400 ms of parsing is spread over dozens of turns; one block was 1 turn
+    expect(turns).toBeGreaterThan(20);
+    const whole = new BpeCounter(cl100k_base);
+    for (const t of ["Hello, world!", "漢字かな 🙂", "x".repeat(100), "const f = (x) => x ** 2;"]) expect(sliced.count(t)).toBe(whole.count(t));
+    expect((sliced as unknown as { ranks: Map<string, number> }).ranks.size).toBe(100_256);
   });
 });

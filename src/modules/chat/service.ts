@@ -98,6 +98,7 @@ export function estimatePrompt(body: Record<string, unknown>): number {
 export async function prepareChat(deps: AppDeps, call: ChatCall): Promise<PreparedChat> {
   const model = resolveModel(deps, call.principal, call.body.model, "chat");
   const chat = model.instance.chat!;
+  await model.ready(call.signal);
   const promptEstimate = estimatePrompt(call.body);
   const output = clampOutput(call.body, model, promptEstimate);
   const choices = call.body.n ?? 1;

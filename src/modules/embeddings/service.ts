@@ -49,6 +49,7 @@ export async function createEmbeddings(
     throw badRequest(`The model '${model.id}' takes text only: send 'input' as a string or an array of strings, not token ids.`, "input", "invalid_input");
   }
 
+  await model.ready(opts.signal);
   const estimate = (await countInputTokens(cap, input, limits)).reduce((n, c) => n + c, 0);
   const headers = await deps.tokenBudget.consume(principal, estimate);
   const started = performance.now();
