@@ -13,7 +13,7 @@ import { toApiError } from "./http/error-handler.ts";
 import { bodySchemaIndex, inputGuard } from "./http/input-guard.ts";
 import { jsonBody } from "./http/json-body.ts";
 import { routeMethodIndex } from "./http/route-methods.ts";
-import { randomId } from "./billing/ids.ts";
+import { randomId } from "./ids.ts";
 import { accountRoutes } from "./modules/account/index.ts";
 import { adminRoutes } from "./modules/admin/index.ts";
 import { consoleApiRoutes } from "./modules/console-api/index.ts";

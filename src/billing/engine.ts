@@ -25,7 +25,7 @@ import type { Logger } from "../logger.ts";
 import { isConnectionError, isUniqueViolation } from "./db-errors.ts";
 import { hold } from "./exact-holds.ts";
 import { adjust, getBalance } from "./credits.ts";
-import { randomId } from "./ids.ts";
+import { randomId } from "../ids.ts";
 import { claimOrphanJournals, Journal, processAlive, type OrphanJournal } from "./journal.ts";
 import { AccountSlot, LeaseMem } from "./lease-memory.ts";
 import { leasesOf, openLease, refillLease, requestLeaseReturns, returnLease } from "./lease-statements.ts";

@@ -11,7 +11,6 @@
  * sum(ledger.held_change) == held == sum(open holds and leases), 0 <= held <= balance;
  * each request or job is charged at most once (one usage row per ref).
  */
-export { randomId } from "./ids.ts";
 export { accountNotFound, adjust, clientBalance, getBalance, grant, leasedIdle, type Balance, type OperatorBalance } from "./credits.ts";
 export { hold, sweepExpiredHolds, type Hold } from "./exact-holds.ts";
 export { settleBatch, settleOne, type Settlement, type SettlementResult, type SingleSettlement } from "./settle-batch.ts";

@@ -4,7 +4,7 @@ import { and, desc, eq, ilike, isNull, or, sql } from "drizzle-orm";
 import { query, type Tx } from "../../db/index.ts";
 import { accounts, apiKeys } from "../../db/schema/index.ts";
 import { ApiError } from "../../errors.ts";
-import { randomId } from "../../billing/ids.ts";
+import { randomId } from "../../ids.ts";
 import * as billing from "../../billing/index.ts";
 
 export const KEY_PREFIX = "rl-";

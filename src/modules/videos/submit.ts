@@ -6,7 +6,8 @@
 import { createHash, randomInt } from "node:crypto";
 import { sql } from "drizzle-orm";
 import type { Principal } from "../../auth/authenticate-key.ts";
-import { openJobCharge, randomId } from "../../billing/index.ts";
+import { openJobCharge } from "../../billing/index.ts";
+import { randomId } from "../../ids.ts";
 import type { AppDeps } from "../../deps.ts";
 import { ApiError, badRequest } from "../../errors.ts";
 import { resolveModel } from "../../registry/resolve-model.ts";
