@@ -25,7 +25,7 @@ import * as billing from "../src/billing/index.ts";
 import { randomId } from "../src/ids.ts";
 import { migrate, openDatabase, type Db } from "../src/db/index.ts";
 import { createLogger } from "../src/logger.ts";
-import { createAccount } from "../src/modules/accounts/service.ts";
+import { createAccount } from "../src/accounts/accounts.ts";
 import { GroupHolds } from "./lib/group-hold.ts";
 import { table } from "./lib/wrk.ts";
 

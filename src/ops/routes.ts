@@ -6,7 +6,7 @@ import { parseBearer, safeEqual } from "../auth/authenticate-key.ts";
 import type { AppDeps } from "../deps.ts";
 import { unauthorized } from "../errors.ts";
 import { ErrorEnvelope } from "../http/schemas.ts";
-import { checkAdmin } from "../modules/admin/index.ts";
+import { checkAdmin } from "../auth/admin-token.ts";
 import type { MetricsExport } from "./hooks.ts";
 import { failingUpstreams, parseRange, usageByAccount, usageByModel } from "./usage-views.ts";
 

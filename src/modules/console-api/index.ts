@@ -5,7 +5,7 @@
  */
 import { Elysia, t } from "elysia";
 import type { AppDeps } from "../../deps.ts";
-import { checkAdmin } from "../admin/index.ts";
+import { checkAdmin } from "../../auth/admin-token.ts";
 import { authErrors, ErrorEnvelope } from "../../http/schemas.ts";
 import { requireKey } from "../../http/require-key.ts";
 import { parseRange } from "../../ops/usage-views.ts";

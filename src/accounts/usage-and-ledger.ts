@@ -1,6 +1,7 @@
+/** An account's usage records and ledger, newest first, in pages (client routes, admin API, CLI). */
 import { and, desc, eq, lt } from "drizzle-orm";
-import type { Tx } from "../../db/index.ts";
-import { ledger, usageRecords } from "../../db/schema/index.ts";
+import type { Tx } from "../db/index.ts";
+import { ledger, usageRecords } from "../db/schema/index.ts";
 
 export interface Page {
   limit: number;
