@@ -1,5 +1,5 @@
 /**
- * Read routes the web console needs beyond the rest of the API (issue 21): usage time series for
+ * Read routes the web console needs beyond the rest of the API: usage time series for
  * operators and clients, video jobs across accounts, models with prices, state and upstream health,
  * point-in-time stats, keys across accounts. Admin routes take the admin token like every /admin route.
  */
