@@ -15,7 +15,8 @@ export { accountNotFound, adjust, clientBalance, getBalance, grant, leasedIdle, 
 export { hold, sweepExpiredHolds, type Hold } from "./exact-holds.ts";
 export { settleBatch, settleOne, type Settlement, type SettlementResult, type SingleSettlement } from "./settle-batch.ts";
 export { priceOf, type BillableUsage } from "./price.ts";
-export { CreditEngine, unavailable, type Approval, type BillingConfig } from "./engine.ts";
+export { CreditEngine, unavailable, type Approval } from "./engine.ts";
+export type { BillingConfig } from "../config.ts";
 export { Charge, openCharge, type ChargeSpec, type OutcomeFacts, type SettleOutcome } from "./charge.ts";
 export { closeJobCharge, openJobCharge, type JobOutcome } from "./job-charge.ts";
 export { ABSURD_TOKENS, credibleCount, joinAnomalies, type CredibleCount } from "./usage-sanity.ts";
