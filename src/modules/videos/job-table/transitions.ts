@@ -23,7 +23,7 @@ export const ALLOWED_TRANSITIONS: Readonly<Record<VideoJobStatus, readonly Video
   expired: [],
 };
 
-export function allowedFrom(to: VideoJobStatus): VideoJobStatus[] {
+function allowedFrom(to: VideoJobStatus): VideoJobStatus[] {
   return VIDEO_JOB_STATUSES.filter((from) => ALLOWED_TRANSITIONS[from].includes(to));
 }
 
@@ -69,7 +69,7 @@ export async function expireResults(deps: Pick<AppDeps, "database" | "telemetry"
   return rows.length;
 }
 
-export function reportTransition(deps: Pick<AppDeps, "telemetry">, moved: Transitioned | null) {
+function reportTransition(deps: Pick<AppDeps, "telemetry">, moved: Transitioned | null) {
   if (moved && moved.from !== moved.job.status) deps.telemetry.videoTransition({ jobId: moved.job.id, model: moved.job.model, from: moved.from, to: moved.job.status, accountId: moved.job.accountId });
 }
 
