@@ -3,7 +3,8 @@
  * (`… WHERE status IN (<states allowed to reach the target>)`), so two instances, a cancel and a
  * scheduler, or a retry after a crash can never move a job twice: the loser's UPDATE matches no row.
  * Money moves in the same transaction as the final status (settle on completed, release on failed),
- * and so does the webhook outbox row of the event the change is.
+ * and so does the webhook outbox row of the event the change is. The moves are the functions below
+ * (saveHandle, completeJob, failJob, expireResults); `transition` itself is private to them.
  */
 import { sql, type SQL } from "drizzle-orm";
 import type { AppDeps } from "../../../deps.ts";
@@ -15,7 +16,7 @@ import { eventTypeFor, jobEventData } from "../job-event.ts";
 import { columns, readRow, VIEW_COLUMNS, type VideoJobRow } from "./columns.ts";
 
 /** from → allowed targets. queued → failed covers cancels and submits the provider refused. */
-export const ALLOWED_TRANSITIONS: Readonly<Record<VideoJobStatus, readonly VideoJobStatus[]>> = {
+const ALLOWED_TRANSITIONS: Readonly<Record<VideoJobStatus, readonly VideoJobStatus[]>> = {
   queued: ["processing", "failed"],
   processing: ["completed", "failed"],
   completed: ["expired"],
@@ -39,7 +40,7 @@ export interface Transitioned {
  * Move job `id` to `to` if its current status allows it (or already is `to`, when `stay`), applying
  * `set` too. `guard` adds conditions (e.g. the lease owner). Returns null when nothing matched.
  */
-export async function transition(tx: Tx, id: string, to: VideoJobStatus, opts: { set?: SQL; guard?: SQL; stay?: boolean } = {}): Promise<Transitioned | null> {
+async function transition(tx: Tx, id: string, to: VideoJobStatus, opts: { set?: SQL; guard?: SQL; stay?: boolean } = {}): Promise<Transitioned | null> {
   const from = opts.stay ? [...allowedFrom(to), to] : allowedFrom(to);
   if (from.length === 0) throw new Error(`no state may move to ${to}`);
   const rows = await query<Record<string, unknown>>(tx, sql`
