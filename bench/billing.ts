@@ -22,9 +22,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
 import * as billing from "../src/billing/index.ts";
+import { randomId } from "../src/ids.ts";
 import { migrate, openDatabase, type Db } from "../src/db/index.ts";
 import { createLogger } from "../src/logger.ts";
-import { createAccount } from "../src/modules/accounts/service.ts";
+import { createAccount } from "../src/accounts/accounts.ts";
 import { GroupHolds } from "./lib/group-hold.ts";
 import { table } from "./lib/wrk.ts";
 
@@ -90,7 +91,7 @@ async function run(db: Db, mode: Mode, accounts: string[], callers: number, jour
   await Promise.all(Array.from({ length: callers }, async () => {
     while (performance.now() < until) {
       const accountId = accounts[i++ % accounts.length]!;
-      const ref = billing.randomId("req");
+      const ref = randomId("req");
       const usage = { accountId, ref, kind: "chat" as const, model: "bench", status: 200 };
       const a0 = performance.now();
       if (!engine) {

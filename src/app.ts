@@ -13,7 +13,7 @@ import { toApiError } from "./http/error-handler.ts";
 import { bodySchemaIndex, inputGuard } from "./http/input-guard.ts";
 import { jsonBody } from "./http/json-body.ts";
 import { routeMethodIndex } from "./http/route-methods.ts";
-import { randomId } from "./billing/ids.ts";
+import { randomId } from "./ids.ts";
 import { accountRoutes } from "./modules/account/index.ts";
 import { adminRoutes } from "./modules/admin/index.ts";
 import { consoleApiRoutes } from "./modules/console-api/index.ts";
@@ -27,7 +27,8 @@ import { videoContentRoutes } from "./modules/videos/content.ts";
 import { videoEventRoutes } from "./modules/videos/events.ts";
 import { webhookRoutes } from "./modules/webhooks/index.ts";
 import { webhookAdminRoutes } from "./modules/webhooks/admin-routes.ts";
-import { metricsRoutes, usageRoutes } from "./ops/routes.ts";
+import { WEBHOOKS_OPENAPI } from "./modules/webhooks/model.ts";
+import { metricsRoutes, usageRoutes } from "./modules/ops/index.ts";
 
 export function createApp(deps: AppDeps) {
   let methodsFor: (path: string) => string[] = () => [];
@@ -62,7 +63,7 @@ export function createApp(deps: AppDeps) {
       deps.requestLog.end(request, { requestId: String(set.headers["x-request-id"] ?? ""), method: request.method, route, path: ctx.path, status }, deps.registry);
     })
     .use(inputGuard((method, route) => bodySchema(method, route)))
-    .use(docs())
+    .use(docs({ webhooks: WEBHOOKS_OPENAPI }))
     .use(healthRoutes(deps, deps.readinessChecks))
     .use(modelRoutes(deps))
     .use(accountRoutes(deps))

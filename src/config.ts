@@ -1,15 +1,35 @@
 /**
  * Configuration, read once at boot from the environment plus an optional models file
  * (REELAY_MODELS_FILE, JSON or YAML). Invalid values stop the boot with a ConfigError naming the key.
- * The result is a plain object passed to everything that needs it; nothing reads process.env later.
+ * The result is a plain object passed to everything that needs it. The one later reader of the
+ * environment is the plugins' context (`ctx.env`, handed process.env by boot.ts): a model's options
+ * name the variable that holds its secret (`api_key_env`), so secrets stay out of the models file.
  */
 import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import ipaddr from "ipaddr.js";
 import YAML from "yaml";
-import type { BillingConfig } from "./billing/engine.ts";
 import type { ModelPricing } from "./plugin-sdk/index.ts";
-import { parseCorsOrigins, type CorsOrigins } from "./http/cors.ts";
+
+/** The credit engine's settings (billing/engine.ts), from REELAY_BILLING_* and REELAY_LEASE_* */
+export interface BillingConfig {
+  /** approve from credit leases (false: an exact hold per request; settlements are still batched) */
+  leases: boolean;
+  /** longest a settlement waits to be batched, ms */
+  flushMs: number;
+  /** a lease the owner stops renewing is swept after this, ms */
+  leaseTtlMs: number;
+  /** a lease reserves about this long of the account's recent worst-case spend on this instance, ms */
+  leaseDemandMs: number;
+  /** a lease takes at most this share of the account's available credit, per mille */
+  leaseSharePermille: number;
+  /** approvals from a lease continue at most this long without a successful database statement, ms */
+  offlineMs: number;
+  /** a request that finds the account short waits at most this long for other instances to give leased credit back, ms */
+  reclaimWaitMs: number;
+  /** keep a local journal of settlements not yet in the database (survives kill -9) */
+  journal: boolean;
+}
 
 export class ConfigError extends Error {
   constructor(readonly key: string, message: string) {
@@ -315,4 +335,22 @@ export function parseModels(doc: unknown): ModelConfig[] {
       description: typeof o.description === "string" ? o.description : undefined,
     };
   });
+}
+
+/** `*`: any origin; a list of origins; null: no CORS headers (http/cors.ts applies it). */
+export type CorsOrigins = "*" | string[] | null;
+
+/** REELAY_CORS_ORIGINS → origins; throws a message naming the bad entry. */
+export function parseCorsOrigins(raw: string | null): CorsOrigins {
+  if (raw === null || raw === "*") return "*";
+  if (raw.toLowerCase() === "none") return null;
+  const list = raw.split(",").map((s) => s.trim()).filter(Boolean);
+  for (const o of list) {
+    let url: URL | null = null;
+    try {
+      url = new URL(o);
+    } catch {}
+    if (!url || !/^https?:$/.test(url.protocol) || url.origin !== o) throw new Error(`"${o}" is not an origin like https://app.example.com (scheme, host and optional port, no path)`);
+  }
+  return list;
 }

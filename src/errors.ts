@@ -1,6 +1,7 @@
 /**
- * The one error type of the HTTP surface. Everything a client sees as an error is an ApiError
- * rendered by `renderError` into the OpenAI envelope; nothing else builds error bodies.
+ * The one error type of the HTTP surface. Everything a client sees as an error is an ApiError,
+ * rendered into the OpenAI envelope by its `toJSON()` in the app's one error hook (app.ts, which
+ * turns anything thrown into an ApiError with http/error-handler.ts); nothing else builds error bodies.
  */
 export type ErrorType =
   | "invalid_request_error"

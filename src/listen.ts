@@ -5,7 +5,7 @@
  * app exists the startup gate answers: /healthz 200, /readyz 503 starting, other requests wait.
  */
 import type { Server } from "bun";
-import { randomId } from "./billing/ids.ts";
+import { randomId } from "./ids.ts";
 import type { Config } from "./config.ts";
 import { lastResortResponse } from "./http/error-handler.ts";
 import type { Logger } from "./logger.ts";

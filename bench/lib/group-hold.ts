@@ -6,6 +6,7 @@
  */
 import { sql } from "drizzle-orm";
 import * as billing from "../../src/billing/index.ts";
+import { randomId } from "../../src/ids.ts";
 import { AccountSlot } from "../../src/billing/lease-memory.ts";
 import { query, type Db } from "../../src/db/index.ts";
 
@@ -28,7 +29,7 @@ export class GroupHolds {
 
   /** an Approval the engine can settle (kind hold) */
   async approve(accountId: string, ref: string, amount: number): Promise<billing.Approval> {
-    const id = billing.randomId("hold");
+    const id = randomId("hold");
     const ok = await new Promise<boolean>((done) => {
       this.pending.push({ i: this.pending.length, a: accountId, x: amount, id, r: ref, done });
       if (!this.running) this.running = this.flush();

@@ -8,7 +8,7 @@
 import { timingSafeEqual } from "node:crypto";
 import type { Db } from "../db/index.ts";
 import { unauthorized } from "../errors.ts";
-import { findKeyByHash, hashKey, KEY_PREFIX, touchKey, type Scope } from "../modules/accounts/service.ts";
+import { findKeyByHash, hashKey, KEY_PREFIX, touchKey, type Scope } from "../accounts/api-keys.ts";
 
 export interface Principal {
   keyId: string;

@@ -10,10 +10,11 @@
  * synchronous: the usage row and the money are written by the engine's next batch, and the
  * settlement is journaled before they return. Price: `priceOf`. Video jobs: job-charge.ts.
  */
-import type { AppDeps } from "../deps.ts";
+import type { Logger } from "../logger.ts";
+import type { Telemetry } from "../ops/hooks.ts";
 import type { ModelPricing } from "../plugin-sdk/index.ts";
 import type { UsageFacts } from "../usage/record-usage.ts";
-import type { Approval } from "./engine.ts";
+import type { Approval, CreditEngine } from "./engine.ts";
 import { priceOf, type BillableUsage } from "./price.ts";
 
 export interface ChargeSpec {
@@ -50,7 +51,7 @@ export interface SettleOutcome extends OutcomeFacts {
   usage: BillableUsage;
 }
 
-type ChargeDeps = Pick<AppDeps, "billing" | "telemetry" | "logger">;
+type ChargeDeps = { billing: CreditEngine; telemetry: Telemetry; logger: Logger };
 
 export class Charge {
   private closed = false;

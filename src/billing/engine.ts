@@ -19,36 +19,18 @@
  */
 import { join } from "node:path";
 import { sql } from "drizzle-orm";
+import type { BillingConfig } from "../config.ts";
 import { query, type Db } from "../db/index.ts";
 import { ApiError, databaseUnavailable } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import { isConnectionError, isUniqueViolation } from "./db-errors.ts";
 import { hold } from "./exact-holds.ts";
 import { adjust, getBalance } from "./credits.ts";
-import { randomId } from "./ids.ts";
+import { randomId } from "../ids.ts";
 import { claimOrphanJournals, Journal, processAlive, type OrphanJournal } from "./journal.ts";
 import { AccountSlot, LeaseMem } from "./lease-memory.ts";
 import { leasesOf, openLease, refillLease, requestLeaseReturns, returnLease } from "./lease-statements.ts";
 import { settleBatch, type BatchResult, type Settlement } from "./settle-batch.ts";
-
-export interface BillingConfig {
-  /** approve from credit leases (false: an exact hold per request; settlements are still batched) */
-  leases: boolean;
-  /** longest a settlement waits to be batched, ms */
-  flushMs: number;
-  /** a lease the owner stops renewing is swept after this, ms */
-  leaseTtlMs: number;
-  /** a lease reserves about this long of the account's recent worst-case spend on this instance, ms */
-  leaseDemandMs: number;
-  /** a lease takes at most this share of the account's available credit, per mille */
-  leaseSharePermille: number;
-  /** approvals from a lease continue at most this long without a successful database statement, ms */
-  offlineMs: number;
-  /** a request that finds the account short waits at most this long for other instances to give leased credit back, ms */
-  reclaimWaitMs: number;
-  /** keep a local journal of settlements not yet in the database (survives kill -9) */
-  journal: boolean;
-}
 
 export interface EngineOptions {
   db: Db;

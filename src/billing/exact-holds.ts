@@ -7,7 +7,7 @@ import { sql } from "drizzle-orm";
 import { query, type Tx } from "../db/index.ts";
 import { insufficientQuota } from "../errors.ts";
 import { getBalance } from "./credits.ts";
-import { randomId } from "./ids.ts";
+import { randomId } from "../ids.ts";
 
 export interface Hold {
   id: string;

@@ -11,12 +11,12 @@
  * sum(ledger.held_change) == held == sum(open holds and leases), 0 <= held <= balance;
  * each request or job is charged at most once (one usage row per ref).
  */
-export { randomId } from "./ids.ts";
 export { accountNotFound, adjust, clientBalance, getBalance, grant, leasedIdle, type Balance, type OperatorBalance } from "./credits.ts";
 export { hold, sweepExpiredHolds, type Hold } from "./exact-holds.ts";
 export { settleBatch, settleOne, type Settlement, type SettlementResult, type SingleSettlement } from "./settle-batch.ts";
 export { priceOf, type BillableUsage } from "./price.ts";
-export { CreditEngine, unavailable, type Approval, type BillingConfig } from "./engine.ts";
+export { CreditEngine, unavailable, type Approval } from "./engine.ts";
+export type { BillingConfig } from "../config.ts";
 export { Charge, openCharge, type ChargeSpec, type OutcomeFacts, type SettleOutcome } from "./charge.ts";
 export { closeJobCharge, openJobCharge, type JobOutcome } from "./job-charge.ts";
 export { ABSURD_TOKENS, credibleCount, joinAnomalies, type CredibleCount } from "./usage-sanity.ts";

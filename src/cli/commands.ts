@@ -9,8 +9,9 @@ import { openAndMigrate } from "../boot.ts";
 import type { Config } from "../config.ts";
 import type { Db } from "../db/index.ts";
 import type { Logger } from "../logger.ts";
-import { listLedger } from "../modules/account/service.ts";
-import * as svc from "../modules/accounts/service.ts";
+import * as accounts from "../accounts/accounts.ts";
+import * as keys from "../accounts/api-keys.ts";
+import { listLedger } from "../accounts/usage-and-ledger.ts";
 import { USAGE_COMMANDS } from "./usage-commands.ts";
 import { WEBHOOK_COMMANDS } from "./webhook-commands.ts";
 
@@ -41,9 +42,9 @@ function integer(name: string, raw: string | undefined, { allowNegative = false 
 
 const list = (raw: string | undefined) => (raw ? raw.split(",").map((s) => s.trim()).filter(Boolean) : null);
 
-function limitsFrom(v: Record<string, string | undefined>): svc.KeyLimits {
-  const out: svc.KeyLimits = {};
-  const set = (flag: string, key: keyof svc.KeyLimits) => {
+function limitsFrom(v: Record<string, string | undefined>): keys.KeyLimits {
+  const out: keys.KeyLimits = {};
+  const set = (flag: string, key: keyof keys.KeyLimits) => {
     if (v[flag] === undefined) return;
     out[key] = v[flag] === "default" ? null : integer(flag, v[flag]);
   };
@@ -60,16 +61,16 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
     usage: "accounts create --name NAME [--credits MICRO_USD]",
     run: async (db, args) => {
       const { values } = opts(args, { name: { type: "string", required: true }, credits: { type: "string" } });
-      return svc.publicAccount(await svc.createFundedAccount(db, values.name!, integer("credits", values.credits) ?? 0));
+      return accounts.publicAccount(await accounts.createFundedAccount(db, values.name!, integer("credits", values.credits) ?? 0));
     },
   },
-  "accounts list": { usage: "accounts list", run: async (db) => (await svc.listAccounts(db, 1000)).map((r) => svc.publicAccount(r)) },
+  "accounts list": { usage: "accounts list", run: async (db) => (await accounts.listAccounts(db, 1000)).map((r) => accounts.publicAccount(r)) },
   "accounts limits": {
     usage: "accounts limits ACCOUNT_ID [--rpm N|default] [--tpm N|default] [--video-concurrency N|default]",
     run: async (db, args) => {
       const { values, positionals } = opts(args, LIMIT_FLAGS);
       if (!positionals[0]) throw new UsageError("missing ACCOUNT_ID");
-      return svc.publicAccount(await svc.setAccountLimits(db, positionals[0], limitsFrom(values)));
+      return accounts.publicAccount(await accounts.setAccountLimits(db, positionals[0], limitsFrom(values)));
     },
   },
   "keys create": {
@@ -77,21 +78,21 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
     run: async (db, args) => {
       const { values } = opts(args, { account: { type: "string", required: true }, name: { type: "string", required: true }, scopes: { type: "string" }, models: { type: "string" }, ...LIMIT_FLAGS });
       const scopes = list(values.scopes);
-      for (const s of scopes ?? []) if (!svc.SCOPES.includes(s as svc.Scope)) throw new UsageError(`unknown scope "${s}" (chat, embeddings, video)`);
-      const { key, record } = await svc.createKey(db, values.account!, { name: values.name!, scopes: scopes as svc.Scope[] | null, allowedModels: list(values.models), ...limitsFrom(values) });
-      return { ...svc.publicKey(record), key, note: "store this key now: reelay keeps only its hash" };
+      for (const s of scopes ?? []) if (!keys.SCOPES.includes(s as keys.Scope)) throw new UsageError(`unknown scope "${s}" (chat, embeddings, video)`);
+      const { key, record } = await keys.createKey(db, values.account!, { name: values.name!, scopes: scopes as keys.Scope[] | null, allowedModels: list(values.models), ...limitsFrom(values) });
+      return { ...keys.publicKey(record), key, note: "store this key now: reelay keeps only its hash" };
     },
   },
   "keys list": {
     usage: "keys list --account ACCOUNT_ID",
-    run: async (db, args) => (await svc.listKeys(db, opts(args, { account: { type: "string", required: true } }).values.account!)).map(svc.publicKey),
+    run: async (db, args) => (await keys.listKeys(db, opts(args, { account: { type: "string", required: true } }).values.account!)).map(keys.publicKey),
   },
   "keys revoke": {
     usage: "keys revoke KEY_ID",
     run: async (db, args) => {
       const id = opts(args, {}).positionals[0];
       if (!id) throw new UsageError("missing KEY_ID");
-      return svc.publicKey(await svc.revokeKey(db, id));
+      return keys.publicKey(await keys.revokeKey(db, id));
     },
   },
   "keys rotate": {
@@ -99,8 +100,8 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
     run: async (db, args) => {
       const id = opts(args, {}).positionals[0];
       if (!id) throw new UsageError("missing KEY_ID");
-      const { key, record } = await svc.rotateKey(db, id);
-      return { ...svc.publicKey(record), key, replaces: id };
+      const { key, record } = await keys.rotateKey(db, id);
+      return { ...keys.publicKey(record), key, replaces: id };
     },
   },
   "keys limits": {
@@ -108,7 +109,7 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
     run: async (db, args) => {
       const { values, positionals } = opts(args, LIMIT_FLAGS);
       if (!positionals[0]) throw new UsageError("missing KEY_ID");
-      return svc.publicKey(await svc.setKeyLimits(db, positionals[0], limitsFrom(values)));
+      return keys.publicKey(await keys.setKeyLimits(db, positionals[0], limitsFrom(values)));
     },
   },
   "credits grant": {
@@ -135,7 +136,7 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
     usage: "ledger --account ACCOUNT_ID [--limit N]",
     run: async (db, args) => {
       const { values } = opts(args, { account: { type: "string", required: true }, limit: { type: "string" } });
-      await svc.getAccount(db, values.account!);
+      await accounts.getAccount(db, values.account!);
       return listLedger(db, values.account!, { limit: integer("limit", values.limit) ?? 50 });
     },
   },

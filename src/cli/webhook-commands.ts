@@ -5,7 +5,7 @@
 import { parseArgs } from "node:util";
 import type { Config } from "../config.ts";
 import type { Db } from "../db/index.ts";
-import { getAccount } from "../modules/accounts/service.ts";
+import { getAccount } from "../accounts/accounts.ts";
 import { listDeliveries, replayDelivery } from "../modules/webhooks/deliveries.ts";
 import { deleteEndpoint, findEndpoint, listEndpoints, updateEndpoint } from "../modules/webhooks/endpoints.ts";
 import { webhookKit } from "../modules/webhooks/index.ts";

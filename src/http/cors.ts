@@ -8,8 +8,8 @@
  * Operators who want only their own front-end list its origin; `none` sends no CORS headers.
  */
 import { Elysia } from "elysia";
+import type { CorsOrigins } from "../config.ts";
 
-export type CorsOrigins = "*" | string[] | null;
 
 /** Headers every answer to a cross-origin request carries; the browser hides the others from scripts. */
 const EXPOSED = "x-request-id, retry-after, x-ratelimit-limit-requests, x-ratelimit-remaining-requests, x-ratelimit-reset-requests, x-ratelimit-limit-tokens, x-ratelimit-remaining-tokens, x-ratelimit-reset-tokens";
@@ -37,18 +37,3 @@ export const cors = (origins: CorsOrigins) =>
     set.status = 204;
     return new Response(null, { status: 204 });
   });
-
-/** REELAY_CORS_ORIGINS → origins; throws a message naming the bad entry. */
-export function parseCorsOrigins(raw: string | null): CorsOrigins {
-  if (raw === null || raw === "*") return "*";
-  if (raw.toLowerCase() === "none") return null;
-  const list = raw.split(",").map((s) => s.trim()).filter(Boolean);
-  for (const o of list) {
-    let url: URL | null = null;
-    try {
-      url = new URL(o);
-    } catch {}
-    if (!url || !/^https?:$/.test(url.protocol) || url.origin !== o) throw new Error(`"${o}" is not an origin like https://app.example.com (scheme, host and optional port, no path)`);
-  }
-  return list;
-}

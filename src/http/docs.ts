@@ -6,7 +6,6 @@
  */
 import { openapi } from "@elysiajs/openapi";
 import { Elysia } from "elysia";
-import { WEBHOOKS_OPENAPI } from "../modules/webhooks/model.ts";
 // @ts-ignore: file import, embedded by `bun build --compile`
 import scalarBundle from "../../node_modules/@scalar/api-reference/dist/browser/standalone.js" with { type: "file" };
 import { tidyOpenApi, type RouteBody } from "./openapi-tidy.ts";
@@ -27,7 +26,8 @@ const SCALAR = {
   telemetry: false,
 };
 
-export const docs = () => {
+/** `webhooks`: the OpenAPI 3.1 `webhooks` object (the events reelay POSTs; modules/webhooks/model.ts) */
+export const docs = (opts: { webhooks: Record<string, unknown> }) => {
   const tidied = new WeakMap<object, Record<string, unknown>>(); // keyed by the plugin's cached document
   const instance: Elysia = new Elysia()
     .get("/", ({ request }) =>
@@ -58,7 +58,7 @@ export const docs = () => {
               "Every error is `{\"error\": {\"message\", \"type\", \"param\", \"code\"}}`.",
           },
           // OpenAPI 3.1 `webhooks`: the signed events reelay POSTs (the TypeBox schemas are JSON Schema already)
-          webhooks: WEBHOOKS_OPENAPI as never,
+          webhooks: opts.webhooks as never,
           components: {
             securitySchemes: {
               bearer: { type: "http", scheme: "bearer", description: "a client API key (rl-…)" },

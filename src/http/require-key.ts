@@ -1,5 +1,7 @@
 import { Elysia } from "elysia";
-import type { AppDeps } from "../deps.ts";
+import type { KeyAuthenticator } from "../auth/authenticate-key.ts";
+import type { RequestLog } from "../ops/hooks.ts";
+import type { RequestLimit } from "../rate-limit/key-and-account-limits.ts";
 
 /**
  * The access step of every API-key route, in one place: resolve `Authorization: Bearer <key>` to
@@ -8,7 +10,7 @@ import type { AppDeps } from "../deps.ts";
  * and tell the request log who asked. Runs in the transform phase: after routing, before the body
  * is validated, so an unauthenticated or over-limit request costs no validation and gets 401/429.
  */
-export const requireKey = (deps: Pick<AppDeps, "auth" | "requestLimit" | "requestLog">) =>
+export const requireKey = (deps: { auth: KeyAuthenticator; requestLimit: RequestLimit; requestLog: RequestLog }) =>
   new Elysia().derive({ as: "scoped" }, async ({ request, set }) => {
     const principal = await deps.auth.authenticateRequest(request);
     deps.requestLog.note(request, { accountId: principal.accountId, keyPrefix: principal.keyPrefix });

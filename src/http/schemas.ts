@@ -23,6 +23,12 @@ export const authErrors = { 401: ErrorEnvelope, 403: ErrorEnvelope, 429: ErrorEn
  */
 export const JsonInteger = (o: { minimum: number; maximum: number; description?: string; error?: string; default?: number }) => t.Number({ multipleOf: 1, ...o });
 
+/** Newest-first pages of usage records and ledger entries (accounts/usage-and-ledger.ts) */
+export const PageQuery = t.Object({
+  limit: t.Optional(t.Integer({ minimum: 1, maximum: 500, default: 50, description: "page size (1–500)" })),
+  before: t.Optional(t.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: "cursor: the `next_before` of the previous page (1 to 2^53−1)" })),
+});
+
 /** PostgreSQL `integer` columns (rate limits, token counts) */
 export const INT4_MAX = 2_147_483_647;
 /** One grant or adjustment: at most 10^15 micro-dollars (1 billion USD), far from 2^53 (exact in JS) and int8 */

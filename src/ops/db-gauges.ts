@@ -5,6 +5,7 @@
  */
 import { sql } from "drizzle-orm";
 import { query, type Tx } from "../db/index.ts";
+import { ACTIVE_VIDEO_JOB_STATUSES, statusIn } from "../db/schema/index.ts";
 
 export interface VideoQueueGauges {
   queued: number;
@@ -16,14 +17,14 @@ export interface VideoQueueGauges {
 
 export async function videoQueue(db: Tx): Promise<VideoQueueGauges> {
   const [row] = await query<Record<string, unknown>>(db, sql`
-    SELECT count(*) FILTER (WHERE status = 'queued') AS queued,
-           count(*) FILTER (WHERE status = 'processing') AS processing,
-           coalesce(extract(epoch FROM now() - min(created_at) FILTER (WHERE status = 'queued')), 0) AS oldest_queued,
+    SELECT count(*) FILTER (WHERE ${statusIn(["queued"])}) AS queued,
+           count(*) FILTER (WHERE ${statusIn(["processing"])}) AS processing,
+           coalesce(extract(epoch FROM now() - min(created_at) FILTER (WHERE ${statusIn(["queued"])})), 0) AS oldest_queued,
            coalesce(extract(epoch FROM now() - min(next_run_at) FILTER (
              WHERE next_run_at <= now() AND (lease_expires_at IS NULL OR lease_expires_at < now())
            )), 0) AS scheduler_lag
     FROM video_jobs
-    WHERE status IN ('queued', 'processing')`);
+    WHERE ${statusIn(ACTIVE_VIDEO_JOB_STATUSES)}`);
   return {
     queued: Number(row?.queued ?? 0),
     processing: Number(row?.processing ?? 0),

@@ -3,26 +3,8 @@
  * `createOps` (ops/index.ts) provides the real implementations; boot puts them into AppDeps. The
  * defaults here do nothing, so an app built without the ops module (unit tests) still works.
  */
-import type { Principal } from "../auth/authenticate-key.ts";
 import type { Db } from "../db/index.ts";
-
-export interface RequestLimit {
-  /**
-   * Count one request against the key's (and account's) requests-per-minute limit. Throws an
-   * ApiError 429 (with Retry-After and x-ratelimit-*-requests headers) when over; otherwise returns
-   * the x-ratelimit-*-requests headers to add to the response.
-   */
-  admit(principal: Principal): Promise<Record<string, string>>;
-}
-
-export interface TokenBudget {
-  /**
-   * Count `tokens` against the key's (and account's) tokens-per-minute limit. Throws an ApiError 429
-   * (with Retry-After and x-ratelimit-*-tokens headers) when over; otherwise returns the
-   * x-ratelimit-*-tokens headers to add to the response.
-   */
-  consume(principal: Principal, tokens: number): Promise<Record<string, string>>;
-}
+import type { RequestLimit, TokenBudget } from "../rate-limit/key-and-account-limits.ts";
 
 export interface Telemetry {
   /** one call to a plugin/upstream finished */

@@ -1,7 +1,8 @@
 /**
- * Operations (issue 8): rate limits, metrics, request logs, readiness of Redis. `createOps` is
- * called once at boot, before the deps; its parts (OpsParts, see hooks.ts) become part of AppDeps,
- * so createApp and the routes only ever see deps (nothing here imports the app).
+ * Operations: metrics, request logs, readiness of Redis, and the wiring of the rate limits
+ * (rate-limit/). `createOps` is called once at boot, before the deps; its parts (OpsParts, see
+ * hooks.ts) become part of AppDeps, so createApp and the routes only ever see deps (nothing here
+ * imports the app).
  *
  * Redis outage policy: with REDIS_URL set, limits are shared through Redis; when Redis is unreachable
  * the limiter answers from an in-process limiter (per instance: N instances then allow up to N × the
@@ -14,7 +15,7 @@ import type { Logger } from "../logger.ts";
 import { createMemoryLimiter, createRedisLimiter, type RateLimiter } from "../rate-limit/index.ts";
 import type { OpsParts, ReadinessCheck } from "./hooks.ts";
 import { createMetrics } from "./metrics.ts";
-import { createRateLimits } from "./rate-limits.ts";
+import { createRateLimits } from "../rate-limit/key-and-account-limits.ts";
 import { createRequestLog } from "./request-log.ts";
 import { createTelemetry } from "./telemetry.ts";
 

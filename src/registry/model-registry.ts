@@ -6,7 +6,7 @@
 import type { Config, ModelConfig } from "../config.ts";
 import { ConfigError } from "../config.ts";
 import type { ModelInstance, ModelPricing, PluginContext, ReelayPlugin } from "../plugin-sdk/index.ts";
-import type { Scope } from "../modules/accounts/service.ts";
+import type { Scope } from "../accounts/api-keys.ts";
 import { ModelLoader, waitingInstance, type LoaderLog, type LoaderOptions, type ModelStatus } from "./model-loader.ts";
 
 export type Capability = "chat" | "embeddings" | "video";

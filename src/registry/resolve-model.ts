@@ -5,7 +5,7 @@
  */
 import { ApiError, forbidden, modelNotFound } from "../errors.ts";
 import { keyMayUse, type Capability, type ModelRegistry, type RegisteredModel } from "./model-registry.ts";
-import type { Scope } from "../modules/accounts/service.ts";
+import type { Scope } from "../accounts/api-keys.ts";
 
 type KeyRights = { scopes: Scope[] | null; allowedModels: string[] | null };
 

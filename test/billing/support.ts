@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { sql } from "drizzle-orm";
 import * as billing from "../../src/billing/index.ts";
 import { migrate, openDatabase, query, type Database, type Tx } from "../../src/db/index.ts";
-import { createAccount } from "../../src/modules/accounts/service.ts";
+import { createAccount } from "../../src/accounts/accounts.ts";
 import { createTestDatabase, dropDatabase } from "../support/harness.ts";
 
 export interface BillingDb extends Database {

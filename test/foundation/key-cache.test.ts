@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { KeyAuthenticator } from "../../src/auth/authenticate-key.ts";
 import { migrate, openDatabase, type Database } from "../../src/db/index.ts";
-import { createAccount, createKey, revokeKey } from "../../src/modules/accounts/service.ts";
+import { createAccount } from "../../src/accounts/accounts.ts";
+import { createKey, revokeKey } from "../../src/accounts/api-keys.ts";
 import { createTestDatabase, dropDatabase } from "../support/harness.ts";
 
 let url: string;

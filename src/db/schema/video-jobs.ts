@@ -1,8 +1,29 @@
 import { sql } from "drizzle-orm";
 import { bigint, customType, index, integer, pgTable, real, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
+import type { ImageMime } from "../../media/image-header.ts";
 import { accounts } from "./accounts.ts";
 
-export const bytea = customType<{ data: Uint8Array; driverData: Uint8Array }>({ dataType: () => "bytea" });
+/** bytea as a Uint8Array of its own (postgres.js gives Buffers that may share a pooled ArrayBuffer) */
+export const bytea = customType<{ data: Uint8Array; driverData: Uint8Array }>({ dataType: () => "bytea", fromDriver: (v) => new Uint8Array(v) });
+
+/**
+ * Every state a job can be in: the one list (the ways between them: modules/videos/job-table/transitions.ts).
+ * Active jobs are the scheduler's work; the other three are final (expired: completed, result dropped).
+ */
+export const VIDEO_JOB_STATUSES = ["queued", "processing", "completed", "failed", "expired"] as const;
+export type VideoJobStatus = (typeof VIDEO_JOB_STATUSES)[number];
+export const ACTIVE_VIDEO_JOB_STATUSES = ["queued", "processing"] as const satisfies readonly VideoJobStatus[];
+export const isActiveStatus = (status: VideoJobStatus) => (ACTIVE_VIDEO_JOB_STATUSES as readonly VideoJobStatus[]).includes(status);
+
+const literals = (statuses: readonly VideoJobStatus[]) => sql.raw(statuses.map((s) => `'${s}'`).join(", "));
+
+/**
+ * `status IN ('queued', 'processing')` for raw statements, typed against the list. Literals, not
+ * parameters: it is the predicate of the partial indexes below, and Postgres uses a partial index
+ * under a prepared statement's generic plan only when the query states the predicate as constants.
+ */
+export const statusIn = (statuses: readonly VideoJobStatus[], alias?: string) => sql`${sql.raw(alias ? `${alias}.status` : "status")} IN (${literals(statuses)})`;
+const active = literals(ACTIVE_VIDEO_JOB_STATUSES);
 
 /** Image-to-video jobs: the durable queue the scheduler claims from. */
 export const videoJobs = pgTable(
@@ -13,8 +34,7 @@ export const videoJobs = pgTable(
     accountId: text("account_id").notNull().references(() => accounts.id),
     keyId: text("key_id"),
     model: text("model").notNull(),
-    /** queued | processing | completed | failed | expired (see video module's transition table) */
-    status: text("status", { enum: ["queued", "processing", "completed", "failed", "expired"] }).notNull().default("queued"),
+    status: text("status", { enum: VIDEO_JOB_STATUSES }).notNull().default("queued"),
     prompt: text("prompt").notNull(),
     negativePrompt: text("negative_prompt"),
     seed: bigint("seed", { mode: "number" }).notNull(),
@@ -24,7 +44,7 @@ export const videoJobs = pgTable(
     height: integer("height").notNull(),
     /** source image, validated at submit; dropped when the job ends */
     image: bytea("image"),
-    imageMime: text("image_mime"),
+    imageMime: text("image_mime").$type<ImageMime>(),
     holdId: text("hold_id"),
     /** client's Idempotency-Key and a hash of the request body it came with */
     idempotencyKey: text("idempotency_key"),
@@ -56,10 +76,10 @@ export const videoJobs = pgTable(
   },
   (t) => [
     uniqueIndex("video_jobs_idempotency_uniq").on(t.accountId, t.idempotencyKey).where(sql`${t.idempotencyKey} IS NOT NULL`),
-    index("video_jobs_due_idx").on(t.nextRunAt).where(sql`${t.status} IN ('queued', 'processing')`),
+    index("video_jobs_due_idx").on(t.nextRunAt).where(sql`${t.status} IN (${active})`),
     index("video_jobs_account_idx").on(t.accountId, t.createdAt),
     // the per-key concurrent-jobs check at submit counts these; without it each submit scans the table
-    index("video_jobs_active_key_idx").on(t.keyId).where(sql`${t.status} IN ('queued', 'processing')`),
+    index("video_jobs_active_key_idx").on(t.keyId).where(sql`${t.status} IN (${active})`),
     index("video_jobs_expiry_idx").on(t.expiresAt).where(sql`${t.status} = 'completed'`),
   ],
 );

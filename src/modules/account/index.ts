@@ -1,14 +1,9 @@
 import { Elysia, t } from "elysia";
 import type { AppDeps } from "../../deps.ts";
 import { clientBalance } from "../../billing/index.ts";
-import { authErrors } from "../../http/schemas.ts";
+import { authErrors, PageQuery } from "../../http/schemas.ts";
 import { requireKey } from "../../http/require-key.ts";
-import { listUsage } from "./service.ts";
-
-export const PageQuery = t.Object({
-  limit: t.Optional(t.Integer({ minimum: 1, maximum: 500, default: 50, description: "page size (1–500)" })),
-  before: t.Optional(t.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: "cursor: the `next_before` of the previous page (1 to 2^53−1)" })),
-});
+import { listUsage } from "../../accounts/usage-and-ledger.ts";
 
 export const UsageRecord = t.Object({
   id: t.Integer(),

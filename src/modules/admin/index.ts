@@ -4,17 +4,17 @@
  */
 import { Elysia, t } from "elysia";
 import type { AppDeps } from "../../deps.ts";
-import { safeEqual, parseBearer } from "../../auth/authenticate-key.ts";
+import { checkAdmin } from "../../auth/admin-token.ts";
 import * as billing from "../../billing/index.ts";
-import { badRequest, forbidden, unauthorized } from "../../errors.ts";
-import { ErrorEnvelope } from "../../http/schemas.ts";
-import { PageQuery } from "../account/index.ts";
-import { listLedger } from "../account/service.ts";
-import * as svc from "../accounts/service.ts";
+import { badRequest } from "../../errors.ts";
+import { ErrorEnvelope, PageQuery } from "../../http/schemas.ts";
+import * as accounts from "../../accounts/accounts.ts";
+import * as keys from "../../accounts/api-keys.ts";
+import { listLedger } from "../../accounts/usage-and-ledger.ts";
 import { AccountView, AccountsQuery, AdjustmentBody, CreateAccountBody, CreateKeyBody, GrantBody, KeyView, LedgerPage, Limits, listOf } from "./model.ts";
 
-const toLimits = (b: { requests_per_minute?: number | null; tokens_per_minute?: number | null; concurrent_video_jobs?: number | null }): svc.KeyLimits => {
-  const out: svc.KeyLimits = {};
+const toLimits = (b: { requests_per_minute?: number | null; tokens_per_minute?: number | null; concurrent_video_jobs?: number | null }): keys.KeyLimits => {
+  const out: keys.KeyLimits = {};
   if (b.requests_per_minute !== undefined) out.rpmLimit = b.requests_per_minute;
   if (b.tokens_per_minute !== undefined) out.tpmLimit = b.tokens_per_minute;
   if (b.concurrent_video_jobs !== undefined) out.videoConcurrencyLimit = b.concurrent_video_jobs;
@@ -26,23 +26,14 @@ const accountReply = { 200: AccountView, ...adminErrors };
 const keyReply = { 200: KeyView, ...adminErrors };
 const security = [{ admin: [] }];
 
-export function checkAdmin(adminToken: string | null, authorization: string | undefined | null) {
-  if (!adminToken) throw unauthorized("The admin API is disabled: set REELAY_ADMIN_TOKEN to enable it.");
-  const token = parseBearer(authorization);
-  if (!token) throw unauthorized("Missing admin token: send 'Authorization: Bearer <REELAY_ADMIN_TOKEN>'.");
-  if (safeEqual(token, adminToken)) return;
-  if (token.startsWith(svc.KEY_PREFIX)) throw forbidden("Client API keys cannot use the admin API.");
-  throw unauthorized("Invalid admin token.");
-}
-
 export const adminRoutes = (deps: AppDeps) => {
   const db = deps.database.db;
   // accounts as their clients see them, with the credit leased ahead shown on its own
-  const views = async (rows: Array<Parameters<typeof svc.publicAccount>[0]>) => {
+  const views = async (rows: Array<Parameters<typeof accounts.publicAccount>[0]>) => {
     const leased = await billing.leasedIdle(db, rows.map((r) => r.id));
-    return rows.map((r) => svc.publicAccount(r, leased.get(r.id) ?? { idle: 0, leases: 0 }));
+    return rows.map((r) => accounts.publicAccount(r, leased.get(r.id) ?? { idle: 0, leases: 0 }));
   };
-  const view = async (row: Parameters<typeof svc.publicAccount>[0]) => (await views([row]))[0]!;
+  const view = async (row: Parameters<typeof accounts.publicAccount>[0]) => (await views([row]))[0]!;
   return new Elysia({ prefix: "/admin", tags: ["admin"] })
     .onBeforeHandle({ as: "local" }, ({ headers }) => checkAdmin(deps.config.adminToken, headers["authorization"]))
     .post(
@@ -50,7 +41,7 @@ export const adminRoutes = (deps: AppDeps) => {
       async ({ body, set }) => {
         set.status = 201;
         if (body.amount !== undefined && body.credits !== undefined && body.amount !== body.credits) throw badRequest("Send the initial credits once: 'amount' (or its older name 'credits'), not both with different values.", "amount");
-        return view(await svc.createFundedAccount(db, body.name, body.amount ?? body.credits ?? 0));
+        return view(await accounts.createFundedAccount(db, body.name, body.amount ?? body.credits ?? 0));
       },
       {
         body: CreateAccountBody,
@@ -58,14 +49,14 @@ export const adminRoutes = (deps: AppDeps) => {
         response: { 201: AccountView, ...adminErrors },
       },
     )
-    .get("/accounts", async ({ query }) => ({ object: "list" as const, data: await views(await svc.listAccounts(db, query.limit ?? 100, query.offset ?? 0, query.search || undefined)) }), {
+    .get("/accounts", async ({ query }) => ({ object: "list" as const, data: await views(await accounts.listAccounts(db, query.limit ?? 100, query.offset ?? 0, query.search || undefined)) }), {
       query: AccountsQuery,
       detail: { summary: "List accounts", security },
       response: { 200: listOf(AccountView, AccountView.examples?.[0]), ...adminErrors },
     })
     .get("/accounts/:id", async ({ params }) => {
       await deps.billing.sync();
-      return view(await svc.getAccount(db, params.id));
+      return view(await accounts.getAccount(db, params.id));
     }, {
       detail: {
         summary: "Get an account",
@@ -74,7 +65,7 @@ export const adminRoutes = (deps: AppDeps) => {
       },
       response: accountReply,
     })
-    .patch("/accounts/:id/limits", async ({ params, body }) => view(await svc.setAccountLimits(db, params.id, toLimits(body))), {
+    .patch("/accounts/:id/limits", async ({ params, body }) => view(await accounts.setAccountLimits(db, params.id, toLimits(body))), {
       body: t.Object(Limits, { examples: [{ requests_per_minute: 120, tokens_per_minute: null }] }),
       detail: { summary: "Set account rate limits", description: "Set rate-limit overrides for a whole account (null: configured default)", security },
       response: accountReply,
@@ -83,7 +74,7 @@ export const adminRoutes = (deps: AppDeps) => {
       "/accounts/:id/credits",
       async ({ params, body }) => {
         await db.transaction((tx) => billing.grant(tx, params.id, body.amount, body.reason ?? "grant by admin", body.ref ?? null));
-        return view(await svc.getAccount(db, params.id));
+        return view(await accounts.getAccount(db, params.id));
       },
       {
         body: GrantBody,
@@ -96,7 +87,7 @@ export const adminRoutes = (deps: AppDeps) => {
       async ({ params, body }) => {
         // leased credit in the way is asked back first (engine.adjust)
         await deps.billing.adjust(params.id, body.amount, body.reason, body.ref ?? null);
-        return view(await svc.getAccount(db, params.id));
+        return view(await accounts.getAccount(db, params.id));
       },
       {
         body: AdjustmentBody,
@@ -106,15 +97,15 @@ export const adminRoutes = (deps: AppDeps) => {
     )
     .get("/accounts/:id/ledger", async ({ params, query }) => {
       await deps.billing.sync();
-      await svc.getAccount(db, params.id);
+      await accounts.getAccount(db, params.id);
       return listLedger(db, params.id, { limit: query.limit ?? 50, before: query.before });
     }, { query: PageQuery, detail: { summary: "The account's ledger, newest first", security }, response: { 200: LedgerPage, ...adminErrors } })
     .post(
       "/accounts/:id/keys",
       async ({ params, body, set }) => {
-        const { key, record } = await svc.createKey(db, params.id, { name: body.name, scopes: body.scopes ?? null, allowedModels: body.models ?? null, ...toLimits(body) });
+        const { key, record } = await keys.createKey(db, params.id, { name: body.name, scopes: body.scopes ?? null, allowedModels: body.models ?? null, ...toLimits(body) });
         set.status = 201;
-        return { ...svc.publicKey(record), key };
+        return { ...keys.publicKey(record), key };
       },
       {
         body: CreateKeyBody,
@@ -123,22 +114,22 @@ export const adminRoutes = (deps: AppDeps) => {
       },
     )
     .get("/accounts/:id/keys", async ({ params }) => {
-      await svc.getAccount(db, params.id);
-      return { object: "list" as const, data: (await svc.listKeys(db, params.id)).map(svc.publicKey) };
+      await accounts.getAccount(db, params.id);
+      return { object: "list" as const, data: (await keys.listKeys(db, params.id)).map(keys.publicKey) };
     }, { detail: { summary: "List an account's keys", description: "List an account's keys (prefix, name, times; never the key)", security }, response: { 200: listOf(KeyView, KeyView.examples?.[0]), ...adminErrors } })
     .post("/keys/:id/revoke", async ({ params }) => {
-      const row = await svc.revokeKey(db, params.id);
+      const row = await keys.revokeKey(db, params.id);
       deps.auth.evict(params.id);
-      return svc.publicKey(row);
+      return keys.publicKey(row);
     }, { detail: { summary: "Revoke a key", description: "Revoke a key (takes effect at once here, within the key cache TTL on other instances)", security }, response: keyReply })
     .post("/keys/:id/rotate", async ({ params }) => {
-      const { key, record } = await svc.rotateKey(db, params.id);
+      const { key, record } = await keys.rotateKey(db, params.id);
       deps.auth.evict(params.id);
-      return { ...svc.publicKey(record), key, replaces: params.id };
+      return { ...keys.publicKey(record), key, replaces: params.id };
     }, { detail: { summary: "Rotate a key", description: "Revoke a key and issue a new one with the same settings", security }, response: keyReply })
     .patch("/keys/:id/limits", async ({ params, body }) => {
-      const row = await svc.setKeyLimits(db, params.id, toLimits(body));
+      const row = await keys.setKeyLimits(db, params.id, toLimits(body));
       deps.auth.evict(params.id);
-      return svc.publicKey(row);
+      return keys.publicKey(row);
     }, { body: t.Object(Limits, { examples: [{ requests_per_minute: 60, concurrent_video_jobs: 4 }] }), detail: { summary: "Set key rate limits", description: "Set a key's rate-limit overrides (null: account/default)", security }, response: keyReply });
 };

@@ -1,11 +1,11 @@
 /**
- * Read routes the web console needs beyond the rest of the API (issue 21): usage time series for
+ * Read routes the web console needs beyond the rest of the API: usage time series for
  * operators and clients, video jobs across accounts, models with prices, state and upstream health,
  * point-in-time stats, keys across accounts. Admin routes take the admin token like every /admin route.
  */
 import { Elysia, t } from "elysia";
 import type { AppDeps } from "../../deps.ts";
-import { checkAdmin } from "../admin/index.ts";
+import { checkAdmin } from "../../auth/admin-token.ts";
 import { authErrors, ErrorEnvelope } from "../../http/schemas.ts";
 import { requireKey } from "../../http/require-key.ts";
 import { parseRange } from "../../ops/usage-views.ts";

@@ -1,58 +1,40 @@
-/** Video jobs across accounts, for operators: one exported function per statement. */
+/** Video jobs across accounts and keys with their accounts, for operators. */
 import { sql } from "drizzle-orm";
 import { query, type Tx } from "../../db/index.ts";
+import { findJobAccount, listJobsForOperators, type JobFilter } from "../videos/job-table/operator-reads.ts";
 import { jobNotFound } from "../videos/poll.ts";
 
-export interface JobFilter {
-  accountId?: string;
-  keyId?: string;
-  model?: string;
-  status?: string;
-  limit: number;
-  after?: string;
-}
-
-const unix = (d: unknown) => (d ? Math.floor(new Date(d as string).getTime() / 1000) : null);
+const unix = (d: Date | null) => (d ? Math.floor(d.getTime() / 1000) : null);
 
 /** Newest first, without prompts' images or results (cursor: `after` = the previous page's last id). */
 export async function listJobs(tx: Tx, f: JobFilter) {
-  const rows = await query<Record<string, any>>(tx, sql`
-    SELECT id, account_id, key_id, model, status, prompt, seconds, width, height, progress, error_code, error_message,
-           created_at, started_at, completed_at, expires_at, (result IS NOT NULL) AS has_result
-    FROM video_jobs
-    WHERE true
-      ${f.accountId ? sql`AND account_id = ${f.accountId}` : sql``}
-      ${f.keyId ? sql`AND key_id = ${f.keyId}` : sql``}
-      ${f.model ? sql`AND model = ${f.model}` : sql``}
-      ${f.status ? sql`AND status = ${f.status}` : sql``}
-      ${f.after ? sql`AND (created_at, id) < (SELECT created_at, id FROM video_jobs WHERE id = ${f.after})` : sql``}
-    ORDER BY created_at DESC, id DESC LIMIT ${f.limit + 1}`);
+  const rows = await listJobsForOperators(tx, f);
   const data = rows.slice(0, f.limit).map((r) => ({
-    id: String(r.id),
+    id: r.id,
     object: "video.generation" as const,
-    account_id: String(r.account_id),
-    key_id: r.key_id ?? null,
-    model: String(r.model),
-    status: String(r.status),
-    prompt: String(r.prompt),
-    seconds: Number(r.seconds),
+    account_id: r.accountId,
+    key_id: r.keyId,
+    model: r.model,
+    status: r.status,
+    prompt: r.prompt,
+    seconds: r.seconds,
     size: `${r.width}x${r.height}`,
-    progress: r.progress === null ? null : Number(r.progress),
-    error: r.error_code ? { code: String(r.error_code), message: String(r.error_message ?? "") } : null,
-    has_result: Boolean(r.has_result),
-    created_at: unix(r.created_at)!,
-    started_at: unix(r.started_at),
-    completed_at: unix(r.completed_at),
-    expires_at: unix(r.expires_at),
+    progress: r.progress,
+    error: r.errorCode ? { code: r.errorCode, message: r.errorMessage ?? "" } : null,
+    has_result: r.hasResult,
+    created_at: unix(r.createdAt)!,
+    started_at: unix(r.startedAt),
+    completed_at: unix(r.completedAt),
+    expires_at: unix(r.expiresAt),
   }));
   return { object: "list" as const, data, has_more: rows.length > f.limit, last_id: data.at(-1)?.id ?? null };
 }
 
 /** The account a job belongs to (operators address jobs by id alone). */
 export async function jobAccount(tx: Tx, id: string): Promise<string> {
-  const [row] = await query<{ account_id: string }>(tx, sql`SELECT account_id FROM video_jobs WHERE id = ${id}`);
-  if (!row) throw jobNotFound(id);
-  return row.account_id;
+  const account = await findJobAccount(tx, id);
+  if (!account) throw jobNotFound(id);
+  return account;
 }
 
 /** Keys across accounts, newest first, with their account's name (never the key or its hash). */

@@ -14,9 +14,6 @@ export const latencyBinSql = (column = sql`latency_ms`) =>
 
 export const binUpperMs = (bin: number) => Math.round(2 ** (bin / 4));
 
-/** JS twin of latencyBinSql, for tests. */
-export const latencyBin = (ms: number) => Math.min(LATENCY_BINS - 1, Math.max(0, Math.ceil((4 * Math.log(Math.max(ms, 1))) / Math.LN2 - 1e-9)));
-
 /** The q-quantile (0..1) of a histogram, as its bin's upper bound in ms; null when it is empty. */
 export function percentile(hist: ArrayLike<number>, q: number): number | null {
   let total = 0;

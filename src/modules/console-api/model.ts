@@ -1,5 +1,6 @@
 /** Schemas of the read routes the console uses (documented in the OpenAPI like every route). */
 import { t } from "elysia";
+import { VIDEO_JOB_STATUSES } from "../../db/schema/index.ts";
 import { BUCKET_NAMES as bucketNames } from "./timeseries.ts";
 
 export const TimeseriesQuery = {
@@ -40,7 +41,7 @@ export const Timeseries = t.Object(
   { examples: [{ object: "usage.timeseries", bucket: "1h", from: "2026-11-21T10:00:00.000Z", to: "2026-11-21T12:00:00.000Z", timestamps: [1795254400, 1795258000], total: exampleSeries, models: { "chat-a": exampleSeries } }] },
 );
 
-export const JobStatusFilter = t.String({ pattern: "^(queued|processing|completed|failed|expired)$", error: "'status' must be one of queued, processing, completed, failed, expired." });
+export const JobStatusFilter = t.String({ pattern: `^(${VIDEO_JOB_STATUSES.join("|")})$`, error: `'status' must be one of ${VIDEO_JOB_STATUSES.join(", ")}.` });
 
 export const AdminJob = t.Object({
   id: t.String(),

@@ -1,13 +1,14 @@
 /** Point-in-time operator figures: the video queue, open holds, accounts and keys. */
 import { sql } from "drizzle-orm";
 import { query, type Tx } from "../../db/index.ts";
+import { ACTIVE_VIDEO_JOB_STATUSES, statusIn } from "../../db/schema/index.ts";
 
 export async function currentStats(tx: Tx) {
   const [r] = await query<Record<string, any>>(tx, sql`
     SELECT
-      (SELECT count(*) FROM video_jobs WHERE status = 'queued') AS queued,
-      (SELECT count(*) FROM video_jobs WHERE status = 'processing') AS processing,
-      (SELECT extract(epoch FROM now() - min(created_at)) FROM video_jobs WHERE status IN ('queued', 'processing')) AS oldest_age,
+      (SELECT count(*) FROM video_jobs WHERE ${statusIn(["queued"])}) AS queued,
+      (SELECT count(*) FROM video_jobs WHERE ${statusIn(["processing"])}) AS processing,
+      (SELECT extract(epoch FROM now() - min(created_at)) FROM video_jobs WHERE ${statusIn(ACTIVE_VIDEO_JOB_STATUSES)}) AS oldest_age,
       (SELECT count(*) FROM holds WHERE state = 'open') AS open_holds,
       (SELECT coalesce(sum(amount), 0) FROM holds WHERE state = 'open') AS held,
       (SELECT count(*) FROM accounts) AS accounts,

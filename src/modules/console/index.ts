@@ -1,5 +1,5 @@
 /**
- * GET /console: the web console (issue 21), a single-page app built from console/ by
+ * GET /console: the web console, a single-page app built from console/ by
  * console/build.ts into console/dist/bundle.ts. That module is imported lazily, on the first request:
  * `bun build --compile` still embeds it, and a source checkout that has not built the console yet
  * serves a page saying how to build it instead of failing to boot. Every asset is served from here

@@ -5,7 +5,7 @@
  * "starting", and any other request waits for the app (bounded by `waitMs`, then 503 +
  * Retry-After) instead of being refused.
  */
-import { randomId } from "../../billing/ids.ts";
+import { randomId } from "../../ids.ts";
 import { ApiError } from "../../errors.ts";
 
 type Handler = (req: Request) => Response | Promise<Response>;

@@ -7,8 +7,9 @@
 import { sql } from "drizzle-orm";
 import type { AppDeps } from "../../deps.ts";
 import { ApiError } from "../../errors.ts";
-import { getVideo, jobNotFound, loadJob } from "./poll.ts";
-import { failJob } from "./scheduler/transitions.ts";
+import { findJob } from "./job-table/read-jobs.ts";
+import { failJob } from "./job-table/transitions.ts";
+import { getVideo, jobNotFound } from "./poll.ts";
 
 const CANCEL_TIMEOUT_MS = 10_000;
 
@@ -22,7 +23,7 @@ export async function cancelVideo(deps: AppDeps, id: string, accountId: string) 
     });
   }
   if (job) return getVideo(db, id, accountId);
-  const current = await loadJob(db, id, accountId, { withResult: false });
+  const current = await findJob(db, id, accountId, { withResult: false });
   if (!current) throw jobNotFound(id);
   if (current.status === "failed" && current.errorCode === "cancelled") return getVideo(db, id, accountId);
   throw new ApiError(409, "conflict_error", `Video job '${id}' is already ${current.status} and cannot be cancelled.`, { code: "job_not_cancellable" });

@@ -10,38 +10,13 @@
  * (oven-sh/bun#10507, still so in 1.4.5), and players want the length. Results are a few MB.
  */
 import { createHash } from "node:crypto";
-import { sql } from "drizzle-orm";
 import { Elysia, t } from "elysia";
-import { query, type Tx } from "../../db/index.ts";
 import type { AppDeps } from "../../deps.ts";
 import { ApiError } from "../../errors.ts";
 import { authErrors, ErrorEnvelope } from "../../http/schemas.ts";
 import { requireKey } from "../../http/require-key.ts";
+import { readContentMeta, readContentSlice, type ContentMeta } from "./job-table/read-jobs.ts";
 import { jobNotFound, videoExpired } from "./poll.ts";
-
-export interface ContentMeta {
-  status: string;
-  size: number | null;
-  expiresAt: Date | null;
-  completedAt: Date | null;
-}
-
-/** What the route needs before sending a byte: state, size, expiry (no video bytes). */
-export async function loadContentMeta(tx: Tx, id: string, accountId: string): Promise<ContentMeta | null> {
-  const rows = await query<Record<string, any>>(tx, sql`
-    SELECT status, octet_length(result) AS size, expires_at, completed_at FROM video_jobs WHERE id = ${id} AND account_id = ${accountId}`);
-  const r = rows[0];
-  if (!r) return null;
-  return { status: r.status, size: r.size === null ? null : Number(r.size), expiresAt: r.expires_at ? new Date(r.expires_at) : null, completedAt: r.completed_at ? new Date(r.completed_at) : null };
-}
-
-/** Bytes [start, start + length) of the job's video; null once it is gone (expired meanwhile). */
-export async function readContentSlice(tx: Tx, id: string, start: number, length: number): Promise<Uint8Array | null> {
-  const rows = await query<{ part: Uint8Array | null }>(tx, sql`
-    SELECT substring(result FROM ${start + 1} FOR ${length}) AS part FROM video_jobs WHERE id = ${id} AND status = 'completed' AND expires_at > now()`);
-  const part = rows[0]?.part;
-  return part ? new Uint8Array(part) : null;
-}
 
 export type ByteRange = { start: number; end: number };
 
@@ -77,7 +52,7 @@ const notReady = (id: string, status: string) =>
     : new ApiError(409, "invalid_request_error", `Video job '${id}' is still ${status}; its video is available once it is completed (poll it, or use its /events stream).`, { code: "video_not_ready" });
 
 export async function videoContent(deps: Pick<AppDeps, "database">, id: string, accountId: string, request: Request): Promise<Response> {
-  const meta = await loadContentMeta(deps.database.db, id, accountId);
+  const meta = await readContentMeta(deps.database.db, id, accountId);
   if (!meta) throw jobNotFound(id);
   const expired = meta.status === "expired" || (meta.status === "completed" && (meta.size === null || !meta.expiresAt || meta.expiresAt <= new Date()));
   if (expired) throw videoExpired(id);

@@ -20,19 +20,19 @@
  * `retry`) simply gets the state again; after the final event the server closes the stream.
  */
 import { Elysia, t } from "elysia";
+import { isActiveStatus } from "../../db/schema/index.ts";
 import type { AppDeps } from "../../deps.ts";
 import { authErrors, ErrorEnvelope } from "../../http/schemas.ts";
 import { requireKey } from "../../http/require-key.ts";
+import { readWatchedJobs, type WatchedJob } from "./job-table/read-jobs.ts";
 import { eventTypeFor, jobEventData } from "./job-event.ts";
-import type { JobWatcher, WatchedRow } from "./job-watcher.ts";
-import { loadWatchedJobs } from "./job-watcher.ts";
+import type { JobWatcher } from "./job-watcher.ts";
 import { jobNotFound, videoExpired } from "./poll.ts";
 
 /** EventSource waits this long before reconnecting (its default is about 3 s) */
 const RETRY_MS = 2_000;
-const FINAL = new Set(["completed", "failed", "expired"]);
 
-export function eventStream(watcher: JobWatcher, first: WatchedRow, base: string | null): ReadableStream<Uint8Array> {
+export function eventStream(watcher: JobWatcher, first: WatchedJob, base: string | null): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
   let seq = 0;
   let last = "";
@@ -48,13 +48,13 @@ export function eventStream(watcher: JobWatcher, first: WatchedRow, base: string
     unwatch?.();
     ctl.close();
   };
-  const send = (row: WatchedRow) => {
+  const send = (row: WatchedJob) => {
     if (done || row.accountId !== first.accountId) return;
     const key = `${row.status}|${row.progress}`;
     if (key === last) return;
     last = key;
     write(`id: ${++seq}\nevent: ${eventTypeFor(row.status, row.errorCode)}\ndata: ${JSON.stringify(jobEventData(row, base))}\n\n`);
-    if (FINAL.has(row.status)) finish();
+    if (!isActiveStatus(row.status)) finish();
   };
   return new ReadableStream<Uint8Array>({
     start(controller) {
@@ -75,7 +75,7 @@ export const videoEventRoutes = (deps: AppDeps) =>
   new Elysia({ prefix: "/v1", tags: ["videos"] })
     .use(requireKey(deps))
     .get("/videos/generations/:id/events", async ({ principal, params, request }) => {
-      const [row] = await loadWatchedJobs(deps.database.db, [params.id]);
+      const [row] = await readWatchedJobs(deps.database.db, [params.id]);
       if (!row || row.accountId !== principal.accountId) throw jobNotFound(params.id);
       if (row.status === "expired" || (row.status === "completed" && row.expiresAt && row.expiresAt <= new Date())) throw videoExpired(params.id);
       const base = deps.config.publicUrl ?? row.linksBase ?? new URL(request.url).origin;

@@ -11,7 +11,7 @@ import { cancelVideo } from "./cancel.ts";
 import { ListQuery, SubmitBody, SubmitReply, VideoJob, VideoList } from "./model.ts";
 import { getVideo, listVideos } from "./poll.ts";
 import { createVideoScheduler } from "./scheduler/index.ts";
-import { submitVideo } from "./submit.ts";
+import { DEFAULT_SECONDS, submitVideo } from "./submit.ts";
 
 const security = [{ bearer: [] }];
 const IdParams = t.Object({ id: t.String({ maxLength: 64, error: "'id' must be a video job id." }) });
@@ -23,7 +23,7 @@ export const videoRoutes = (deps: AppDeps) =>
     .post(
       "/videos/generations",
       async ({ principal, body, headers, request, set }) => {
-        deps.requestLog.note(request, { model: body.model, seconds: body.seconds ?? 5 });
+        deps.requestLog.note(request, { model: body.model, seconds: body.seconds ?? DEFAULT_SECONDS });
         const r = await submitVideo(deps, principal, body, headers["idempotency-key"] ?? null, new URL(request.url).origin);
         deps.requestLog.note(request, { jobId: r.job.id });
         set.status = r.status;

@@ -10,21 +10,14 @@
  * watched rows are also re-read every `fallbackMs` (one query for all of them) because
  * notifications are not durable: one sent while the listening connection was reconnecting is lost.
  */
-import { sql } from "drizzle-orm";
 import type { Database } from "../../db/index.ts";
-import { query, type Tx } from "../../db/index.ts";
 import { listen } from "../../db/listen.ts";
 import type { Logger } from "../../logger.ts";
-import { COLUMNS, toRow, type JobRow } from "./poll.ts";
-
-export interface WatchedRow extends JobRow {
-  accountId: string;
-  linksBase: string | null;
-}
+import { readWatchedJobs, type WatchedJob } from "./job-table/read-jobs.ts";
 
 export interface JobListener {
   /** the job's row as of now (maybe unchanged: deduplicate) */
-  onRow(row: WatchedRow): void;
+  onRow(row: WatchedJob): void;
   /** every pingMs: keep idle connections (and proxies) from timing out */
   onPing(): void;
   /** the watcher closes (shutdown): end the stream */
@@ -36,16 +29,6 @@ export interface JobWatcher {
   /** number of open watches (benchmarks, metrics) */
   size(): number;
   close(): Promise<void>;
-}
-
-/** One statement for any number of ids: one text parameter, so the prepared statement is reused. */
-export async function loadWatchedJobs(tx: Tx, ids: readonly string[]): Promise<WatchedRow[]> {
-  // job ids are "vid_" + base62; anything else (a comma would split into two ids) names no job
-  ids = ids.filter((id) => /^[A-Za-z0-9_]+$/.test(id));
-  if (ids.length === 0) return [];
-  const rows = await query<Record<string, any>>(tx, sql`
-    SELECT ${COLUMNS}, account_id, links_base FROM video_jobs WHERE id = ANY (string_to_array(${ids.join(",")}, ','))`);
-  return rows.map((r) => ({ ...toRow(r), accountId: r.account_id, linksBase: r.links_base ?? null }));
 }
 
 export function createJobWatcher(deps: { database: Database; logger: Logger }, opts: { fallbackMs: number; pingMs: number }): JobWatcher {
@@ -70,7 +53,7 @@ export function createJobWatcher(deps: { database: Database; logger: Logger }, o
       const ids = [...due];
       due.clear();
       try {
-        for (const row of await loadWatchedJobs(deps.database.db, ids)) {
+        for (const row of await readWatchedJobs(deps.database.db, ids)) {
           for (const l of subs.get(row.id) ?? []) l.onRow(row);
         }
       } catch (err) {

@@ -1,6 +1,7 @@
 /** Request and response schemas of the video routes (types come from `.static`). */
 import { t } from "elysia";
 
+import { VIDEO_JOB_STATUSES, type VideoJobStatus } from "../../db/schema/index.ts";
 // strict JSON integers: a client sending a string for `seconds` has a bug we should report, not paper over
 import { JsonInteger } from "../../http/schemas.ts";
 
@@ -28,7 +29,10 @@ export const SubmitBody = t.Object(
 );
 export type SubmitBody = typeof SubmitBody.static;
 
-export const JobStatus = t.UnionEnum(["queued", "processing", "completed", "failed"]);
+/** What polling shows: an expired job reads as completed (and answers 410) */
+export const PUBLIC_JOB_STATUSES = ["queued", "processing", "completed", "failed"] as const satisfies readonly VideoJobStatus[];
+export type PublicJobStatus = (typeof PUBLIC_JOB_STATUSES)[number];
+export const JobStatus = t.UnionEnum([...PUBLIC_JOB_STATUSES]);
 
 export const VideoJob = t.Object({
   id: t.String(),
@@ -55,7 +59,7 @@ export const VideoList = t.Object(
   {
     object: t.Literal("list"),
     // listed jobs may also be `expired` (their result is gone; polling them answers 410)
-    data: t.Array(t.Object({ ...VideoJob.properties, status: t.UnionEnum(["queued", "processing", "completed", "failed", "expired"]) })),
+    data: t.Array(t.Object({ ...VideoJob.properties, status: t.UnionEnum([...VIDEO_JOB_STATUSES]) })),
     has_more: t.Boolean(),
     last_id: t.Nullable(t.String()),
   },

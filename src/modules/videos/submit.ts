@@ -6,16 +6,18 @@
 import { createHash, randomInt } from "node:crypto";
 import { sql } from "drizzle-orm";
 import type { Principal } from "../../auth/authenticate-key.ts";
-import { openJobCharge, randomId } from "../../billing/index.ts";
-import { query, type Tx } from "../../db/index.ts";
+import { openJobCharge } from "../../billing/index.ts";
+import { randomId } from "../../ids.ts";
 import type { AppDeps } from "../../deps.ts";
 import { ApiError, badRequest } from "../../errors.ts";
 import { resolveModel } from "../../registry/resolve-model.ts";
 import { checkJobWebhook } from "../webhooks/service.ts";
 import { readSourceImage } from "./image-input.ts";
 import { assertRenderCapacity } from "./render-capacity.ts";
-import type { SubmitBody, VideoSize } from "./model.ts";
-import { loadJob, videoExpired, type JobRow } from "./poll.ts";
+import { insertJob } from "./job-table/insert-job.ts";
+import { countActiveJobsOfKey, findJobByIdempotencyKey, type OwnJob } from "./job-table/read-jobs.ts";
+import type { PublicJobStatus, SubmitBody, VideoSize } from "./model.ts";
+import { videoExpired } from "./poll.ts";
 
 export const DEFAULT_SECONDS = 5;
 export const DEFAULT_SIZE: VideoSize = "480x832";
@@ -26,7 +28,7 @@ const RETRY_AFTER_SECONDS = 5;
 
 export interface SubmitResult {
   status: 200 | 202;
-  job: { id: string; object: "video.generation"; status: "queued" | "processing" | "completed" | "failed"; model: string; seconds: number; created_at: number };
+  job: { id: string; object: "video.generation"; status: PublicJobStatus; model: string; seconds: number; created_at: number };
 }
 
 class IdempotencyRace extends Error {}
@@ -45,7 +47,7 @@ export async function submitVideo(deps: AppDeps, principal: Principal, body: Sub
 
   // a replay must not download image_url again or decode the image again
   if (idempotencyKey) {
-    const existing = await findByIdempotencyKey(db, principal.accountId, idempotencyKey);
+    const existing = await findJobByIdempotencyKey(db, principal.accountId, idempotencyKey);
     if (existing) return replay(existing, requestHash!);
   }
   await assertRenderCapacity(db, model);
@@ -61,11 +63,11 @@ export async function submitVideo(deps: AppDeps, principal: Principal, body: Sub
       // the count is in the database, so the limit holds across instances and restarts
       await tx.execute(sql`SELECT pg_advisory_xact_lock(${SUBMIT_LOCK_NS}, hashtext(${principal.keyId}))`);
       if (idempotencyKey) {
-        const existing = await findByIdempotencyKey(tx, principal.accountId, idempotencyKey);
+        const existing = await findJobByIdempotencyKey(tx, principal.accountId, idempotencyKey);
         if (existing) return { replayOf: existing };
       }
       if (limit > 0) {
-        const [{ n }] = await query<{ n: number }>(tx, sql`SELECT count(*)::int AS n FROM video_jobs WHERE key_id = ${principal.keyId} AND status IN ('queued', 'processing')`) as [{ n: number }];
+        const n = await countActiveJobsOfKey(tx, principal.keyId);
         if (n >= limit) {
           throw new ApiError(429, "rate_limit_error", `This API key already has ${n} video jobs queued or processing; the limit is ${limit}. Wait for one to finish.`, {
             code: "concurrent_video_jobs_exceeded",
@@ -74,40 +76,32 @@ export async function submitVideo(deps: AppDeps, principal: Principal, body: Sub
         }
       }
       const holdId = await openJobCharge(tx, { accountId: principal.accountId, jobId: id, model: model.id, seconds, pricing: model.pricing });
-      const rows = await query<{ created_at: string | Date }>(tx, sql`
-        INSERT INTO video_jobs (webhook_url, links_base, id, account_id, key_id, model, status, prompt, negative_prompt, seed, steps, seconds, width, height,
-          image, image_mime, hold_id, idempotency_key, request_hash)
-        VALUES (${webhookUrl}, ${deps.config.publicUrl ?? origin}, ${id}, ${principal.accountId}, ${principal.keyId}, ${model.id}, 'queued', ${body.prompt}, ${body.negative_prompt ?? null}, ${seed},
-          ${body.steps ?? null}, ${seconds}, ${width}, ${height}, ${Buffer.from(image.bytes.buffer, image.bytes.byteOffset, image.bytes.byteLength)}, ${image.mime},
-          ${holdId}, ${idempotencyKey}, ${requestHash})
-        ON CONFLICT (account_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-        RETURNING created_at`);
+      const createdAt = await insertJob(tx, {
+        id, accountId: principal.accountId, keyId: principal.keyId, model: model.id, prompt: body.prompt, negativePrompt: body.negative_prompt ?? null,
+        seed, steps: body.steps ?? null, seconds, width, height, image: image.bytes, imageMime: image.mime, holdId, idempotencyKey, requestHash,
+        webhookUrl, linksBase: deps.config.publicUrl ?? origin,
+      });
       // another key of the same account won the race for this Idempotency-Key: undo our hold
-      if (!rows[0]) throw new IdempotencyRace();
-      return { createdAt: new Date(rows[0].created_at) };
+      if (!createdAt) throw new IdempotencyRace();
+      return { createdAt };
     });
     if ("replayOf" in outcome) return replay(outcome.replayOf!, requestHash!);
     deps.telemetry.videoTransition({ jobId: id, model: model.id, from: null, to: "queued", accountId: principal.accountId });
     return { status: 202, job: { id, object: "video.generation", status: "queued", model: model.id, seconds, created_at: Math.floor(outcome.createdAt.getTime() / 1000) } };
   } catch (e) {
     if (!(e instanceof IdempotencyRace)) throw e;
-    const winner = await findByIdempotencyKey(db, principal.accountId, idempotencyKey!);
+    const winner = await findJobByIdempotencyKey(db, principal.accountId, idempotencyKey!);
     if (!winner) throw e;
     return replay(winner, requestHash!);
   }
 }
 
-async function findByIdempotencyKey(tx: Tx, accountId: string, key: string): Promise<JobRow | null> {
-  const rows = await query<{ id: string }>(tx, sql`SELECT id FROM video_jobs WHERE account_id = ${accountId} AND idempotency_key = ${key}`);
-  return rows[0] ? loadJob(tx, rows[0].id, accountId, { withResult: false }) : null;
-}
-
-function replay(job: JobRow, requestHash: string): SubmitResult {
+function replay(job: OwnJob, requestHash: string): SubmitResult {
   if (job.requestHash !== requestHash) {
     throw new ApiError(409, "conflict_error", "This Idempotency-Key was already used with a different request body. Use a new key for a new request.", { code: "idempotency_key_reused", param: "Idempotency-Key" });
   }
   if (job.status === "expired") throw videoExpired(job.id);
-  return { status: 200, job: { id: job.id, object: "video.generation", status: job.status, model: job.model, seconds: job.seconds, created_at: job.createdAtUnix } };
+  return { status: 200, job: { id: job.id, object: "video.generation", status: job.status, model: job.model, seconds: job.seconds, created_at: Math.floor(job.createdAt.getTime() / 1000) } };
 }
 
 /** What makes two submits "the same request": every field, with defaults applied. */

@@ -5,8 +5,8 @@
 import { Elysia, t } from "elysia";
 import type { AppDeps } from "../../deps.ts";
 import { ErrorEnvelope } from "../../http/schemas.ts";
-import { getAccount } from "../accounts/service.ts";
-import { checkAdmin } from "../admin/index.ts";
+import { getAccount } from "../../accounts/accounts.ts";
+import { checkAdmin } from "../../auth/admin-token.ts";
 import { listDeliveries, replayDelivery } from "./deliveries.ts";
 import { deleteEndpoint, findEndpoint, listEndpoints, updateEndpoint } from "./endpoints.ts";
 import { webhookKit } from "./index.ts";

@@ -130,11 +130,6 @@ export async function replayDelivery(tx: Tx, id: string, accountId: string | nul
   return rows[0] ? toDelivery(rows[0]) : null;
 }
 
-export async function findDelivery(tx: Tx, id: string, accountId: string | null): Promise<DeliveryRow | null> {
-  const rows = await query<Record<string, any>>(tx, sql`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE id = ${id}${accountId === null ? sql`` : sql` AND account_id = ${accountId}`}`);
-  return rows[0] ? toDelivery(rows[0]) : null;
-}
-
 /** Newest first; filter by endpoint, job and status; cursor = the previous page's last id. */
 export async function listDeliveries(tx: Tx, f: { accountId: string | null; endpointId?: string; jobId?: string; status?: string; limit: number; after?: string }) {
   const where = [

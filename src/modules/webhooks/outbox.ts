@@ -12,47 +12,32 @@
  */
 import { sql } from "drizzle-orm";
 import { query, type Tx } from "../../db/index.ts";
-import { eventTypeFor as jobEventType, jobEventData } from "../videos/job-event.ts";
-import { COLUMNS, toRow } from "../videos/poll.ts";
 import { FINAL_EVENTS, type EventPayload, type EventType } from "./model.ts";
 
-export interface EnqueueOptions {
-  /** REELAY_PUBLIC_URL; null: the origin the job was submitted to */
-  publicUrl: string | null;
-  retryWindowMs: number;
+/** An event of a job, as the transition that is the event saw it. */
+export interface JobEvent {
+  jobId: string;
+  accountId: string;
+  type: EventType;
+  /** the job's own webhook_url (submit field), if any */
+  webhookUrl: string | null;
+  /** the job as polling shows it, minus the video, plus its links */
+  data: EventPayload["data"];
 }
 
-/** The event a transition produces: cancels are failures with code `cancelled`. */
-export function eventTypeFor(to: "processing" | "completed" | "failed", errorCode: string | null = null): EventType {
-  return jobEventType(to, errorCode) as EventType;
-}
-
-/** Queue `type` for job `jobId` to every enabled endpoint of its account that wants it, and to the job's own webhook_url. */
-export async function enqueueJobEvent(tx: Tx, jobId: string, type: EventType, opts: EnqueueOptions): Promise<number> {
-  const source = await loadEventSource(tx, jobId, type);
-  if (!source) return 0;
+/** Queue the event for every enabled endpoint of the job's account that wants it, and for the job's own webhook_url. */
+export async function enqueueJobEvent(tx: Tx, e: JobEvent, opts: { retryWindowMs: number }): Promise<number> {
   // a job's own webhook_url gets its final event only (endpoints choose theirs)
-  const webhookUrl = FINAL_EVENTS.includes(type) ? source.webhookUrl : null;
-  if (!source.hasEndpoints && !webhookUrl) return 0;
-  const payload = JSON.stringify(buildPayload(source.row, type, opts.publicUrl ?? source.linksBase));
-  return insertDeliveries(tx, { jobId, accountId: source.accountId, type, webhookUrl, payload, retryWindowMs: opts.retryWindowMs });
+  const webhookUrl = FINAL_EVENTS.includes(e.type) ? e.webhookUrl : null;
+  // no INSERT when nobody wants it: the outbox's statement trigger would wake every delivery worker for nothing
+  if (!webhookUrl && !(await endpointsWant(tx, e.accountId, e.type))) return 0;
+  const payload: EventPayload = { type: e.type, timestamp: new Date().toISOString(), data: e.data };
+  return insertDeliveries(tx, { jobId: e.jobId, accountId: e.accountId, type: e.type, webhookUrl, payload: JSON.stringify(payload), retryWindowMs: opts.retryWindowMs });
 }
 
-/** The job as of this transaction, plus whether anyone wants the event (so jobs without webhooks cost one read). */
-async function loadEventSource(tx: Tx, jobId: string, type: EventType) {
-  const rows = await query<Record<string, any>>(tx, sql`
-    SELECT ${COLUMNS}, account_id, webhook_url, links_base,
-      EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.account_id = v.account_id AND e.enabled AND ${type} = ANY (e.events)) AS has_endpoints
-    FROM video_jobs v WHERE v.id = ${jobId}`);
-  const r = rows[0];
-  if (!r) return null;
-  return {
-    row: toRow(r),
-    accountId: r.account_id as string,
-    webhookUrl: (r.webhook_url as string | null) ?? null,
-    linksBase: (r.links_base as string | null) ?? null,
-    hasEndpoints: r.has_endpoints === true || r.has_endpoints === "t",
-  };
+async function endpointsWant(tx: Tx, accountId: string, type: EventType): Promise<boolean> {
+  const rows = await query(tx, sql`SELECT 1 FROM webhook_endpoints WHERE account_id = ${accountId} AND enabled AND ${type} = ANY (events) LIMIT 1`);
+  return rows.length > 0;
 }
 
 async function insertDeliveries(tx: Tx, d: { jobId: string; accountId: string; type: EventType; webhookUrl: string | null; payload: string; retryWindowMs: number }): Promise<number> {
@@ -68,9 +53,4 @@ async function insertDeliveries(tx: Tx, d: { jobId: string; accountId: string; t
     ON CONFLICT ON CONSTRAINT webhook_deliveries_event_uniq DO NOTHING
     RETURNING id`);
   return rows.length;
-}
-
-/** `{type, timestamp, data}`: the job as polling shows it, minus the video, plus its links. */
-export function buildPayload(row: ReturnType<typeof toRow>, type: EventType, base: string | null): EventPayload {
-  return { type, timestamp: new Date().toISOString(), data: jobEventData(row, base) };
 }

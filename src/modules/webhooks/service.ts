@@ -4,7 +4,7 @@
  * public shapes of endpoints and deliveries.
  */
 import type { Tx } from "../../db/index.ts";
-import { randomId } from "../../billing/ids.ts";
+import { randomId } from "../../ids.ts";
 import { ApiError, badRequest, notFound } from "../../errors.ts";
 import { SafeFetchError } from "../../net/safe-fetch.ts";
 import { checkTargetUrl, type TargetPolicy } from "../../net/safe-post.ts";

@@ -1,6 +1,6 @@
 /**
  * The in-process video scheduler. State lives in Postgres only, so any number of instances can run
- * it against one database: each claims due jobs under a lease (claim-due-jobs.ts), runs them
+ * it against one database: each claims due jobs under a lease (job-table/claim-due-jobs.ts), runs them
  * concurrently up to each model's `maxConcurrency`, renews its leases every lease/3 and, on
  * shutdown, aborts its plugin calls and hands its jobs straight back to the queue.
  */
@@ -8,14 +8,15 @@ import { sql } from "drizzle-orm";
 import type { AppDeps } from "../../../deps.ts";
 import type { RegisteredModel } from "../../../registry/model-registry.ts";
 import { every, type BackgroundTask } from "../../../background.ts";
-import { claimDueJobs, modelsWithDueJobs, releaseAllLeases, renewLeases, type ClaimedJob } from "./claim-due-jobs.ts";
+import { claimDueJobs, modelsWithDueJobs, releaseAllLeases, releaseJob, renewLeases, type ClaimedJob } from "../job-table/claim-due-jobs.ts";
+import { expireResults, failJob } from "../job-table/transitions.ts";
 import { runJob } from "./run-job.ts";
-import { sweepExpiredResults } from "./sweep-expired.ts";
-import { failJob } from "./transitions.ts";
 
 /** a plugin that states no limit gets 4 jobs in flight per instance */
 export const DEFAULT_MODEL_CONCURRENCY = 4;
 const SWEEP_INTERVAL_MS = 5_000;
+/** a job of a model this instance does not serve is looked at again after this long (another instance may serve it) */
+const ORPHAN_RECHECK_MS = 30_000;
 
 interface Running {
   model: string;
@@ -72,7 +73,7 @@ export function createVideoScheduler(deps: AppDeps): BackgroundTask {
     const jobs = await claimDueJobs(db, { owner, leaseMs: config.schedulerLeaseMs, model, limit: 50 });
     for (const job of jobs) {
       await failJob(deps, job.id, { code: "model_unavailable", message: `model '${model}' is no longer served` }, { plugin: null, guard: sql`v.lease_owner = ${owner} AND v.created_at < now() - interval '1 minute'` });
-      await db.execute(sql`UPDATE video_jobs SET lease_owner = NULL, lease_expires_at = NULL, next_run_at = now() + interval '30 seconds' WHERE id = ${job.id} AND lease_owner = ${owner}`);
+      await releaseJob(db, job.id, owner, ORPHAN_RECHECK_MS);
     }
   }
 
@@ -106,7 +107,7 @@ export function createVideoScheduler(deps: AppDeps): BackgroundTask {
   }, (err) => logger.error({ err }, "video lease renewal failed"));
 
   const sweeper = every(SWEEP_INTERVAL_MS, async () => {
-    const n = await sweepExpiredResults(deps);
+    const n = await expireResults(deps);
     if (n) logger.info({ expired: n }, "video results past retention dropped");
   }, (err) => logger.error({ err }, "video retention sweep failed"));
 

@@ -11,13 +11,11 @@
  * job stays on the instance that submitted it until its lease lapses (instance died) or it ends.
  * Retryable errors do release the lease: the job is due again after a backoff, on any instance.
  */
-import { sql } from "drizzle-orm";
 import type { AppDeps } from "../../../deps.ts";
 import { PluginError, type VideoCapability, type VideoPollResult } from "../../../plugin-sdk/index.ts";
 import { safeFetchBytes, SafeFetchError } from "../../../net/safe-fetch.ts";
-import { beginSubmitAttempt, releaseJob, saveProgress, type ClaimedJob } from "./claim-due-jobs.ts";
-import { completeJob, failJob, reportTransition, transition } from "./transitions.ts";
-import { enqueueJobEvent, eventTypeFor } from "../../webhooks/outbox.ts";
+import { beginSubmitAttempt, forgetHandle, releaseJob, saveProgress, type ClaimedJob } from "../job-table/claim-due-jobs.ts";
+import { completeJob, failJob, saveHandle } from "../job-table/transitions.ts";
 
 /** consecutive retryable errors before the job fails: 0.5+1+2+4 s of backoff ≈ 8 s of outage tolerated */
 export const MAX_ERROR_STREAK = 5;
@@ -83,7 +81,7 @@ export async function runJob(ctx: RunJobContext, job: ClaimedJob): Promise<void>
     if (!handle) {
       if (job.attempts >= MAX_SUBMIT_ATTEMPTS) {
         // attempts end either in retryable failures (errorStreak > 0) or in lost handles
-        if (job.errorStreak > 0) return void (await fail("upstream_error", `the provider failed the job ${job.attempts} times; last error: ${job.lastError ?? "unknown"}`));
+        if (job.errorStreak > 0) return void (await fail("upstream_error", `the provider failed the job ${job.attempts} times; last error: ${job.errorMessage ?? "unknown"}`));
         return void (await fail("provider_lost_job", `the provider lost the job ${job.attempts} times`));
       }
       if (!job.image || !job.imageMime) return void (await fail("source_image_missing", "the source image is no longer stored"));
@@ -99,23 +97,13 @@ export async function runJob(ctx: RunJobContext, job: ClaimedJob): Promise<void>
       } catch (e) {
         return void (await onError(e, "submit"));
       }
-      // saved before anything else: after a crash from here on, a restart polls instead of resubmitting;
-      // the first time, the `.processing` webhook event is queued in the same transaction
-      const saved = await db.transaction(async (tx) => {
-        const moved = await transition(tx, job.id, "processing", {
-          stay: true,
-          set: sql`plugin_handle = ${submitted.handle}, started_at = coalesce(started_at, now()), error_streak = 0, progress = NULL`,
-          guard: sql`v.lease_owner = ${owner} AND v.plugin_handle IS NULL`,
-        });
-        if (moved?.from === "queued") await enqueueJobEvent(tx, job.id, eventTypeFor("processing"), { publicUrl: deps.config.publicUrl, retryWindowMs: deps.config.webhooks.retryWindowMs });
-        return moved;
-      });
+      // saved before anything else: after a crash from here on, a restart polls instead of resubmitting
+      const saved = await saveHandle(deps, job.id, owner, submitted.handle);
       if (!saved) {
         // cancelled (or taken over) while the provider was accepting it: do not leave it running there
         await video.cancel?.(submitted.handle, { signal: AbortSignal.timeout(10_000) }).catch(() => {});
         return;
       }
-      reportTransition(deps, saved);
       handle = submitted.handle;
       job.errorStreak = 0;
       lastProgress = 0;
@@ -162,7 +150,7 @@ export async function runJob(ctx: RunJobContext, job: ClaimedJob): Promise<void>
         return void (await fail(r.code || "generation_failed", r.message || "the provider reported a failure"));
       case "lost":
         deps.logger.warn({ jobId: job.id, model: job.model, attempts: job.attempts }, "video job: provider lost the handle, submitting again");
-        await db.execute(sql`UPDATE video_jobs SET plugin_handle = NULL WHERE id = ${job.id} AND lease_owner = ${owner} AND plugin_handle = ${handle}`);
+        await forgetHandle(db, job.id, owner, handle);
         handle = null;
         continue;
       default:

@@ -1,6 +1,8 @@
+/** An account's usage records and ledger, newest first, in pages (client routes, admin API, CLI). */
 import { and, desc, eq, lt } from "drizzle-orm";
-import type { Tx } from "../../db/index.ts";
-import { ledger, usageRecords } from "../../db/schema/index.ts";
+import type { AnyPgColumn } from "drizzle-orm/pg-core";
+import type { Tx } from "../db/index.ts";
+import { ledger, usageRecords } from "../db/schema/index.ts";
 
 export interface Page {
   limit: number;
@@ -8,11 +10,15 @@ export interface Page {
   before?: number;
 }
 
+/** The account's rows of `table` on this page: id below the cursor, when there is one. */
+const onPage = (table: { accountId: AnyPgColumn; id: AnyPgColumn }, accountId: string, page: Page) =>
+  page.before ? and(eq(table.accountId, accountId), lt(table.id, page.before)) : eq(table.accountId, accountId);
+
 export async function listUsage(tx: Tx, accountId: string, page: Page) {
   const rows = await tx
     .select()
     .from(usageRecords)
-    .where(page.before ? and(eq(usageRecords.accountId, accountId), lt(usageRecords.id, page.before)) : eq(usageRecords.accountId, accountId))
+    .where(onPage(usageRecords, accountId, page))
     .orderBy(desc(usageRecords.id))
     .limit(page.limit + 1);
   return paged(rows, page.limit, (r) => ({
@@ -40,7 +46,7 @@ export async function listLedger(tx: Tx, accountId: string, page: Page) {
   const rows = await tx
     .select()
     .from(ledger)
-    .where(page.before ? and(eq(ledger.accountId, accountId), lt(ledger.id, page.before)) : eq(ledger.accountId, accountId))
+    .where(onPage(ledger, accountId, page))
     .orderBy(desc(ledger.id))
     .limit(page.limit + 1);
   return paged(rows, page.limit, (r) => ({

@@ -1,14 +1,15 @@
 /**
- * Operations routes: GET /metrics (Prometheus text) and the admin usage views under /admin/usage.
+ * Operations routes: GET /metrics (Prometheus text) and the admin usage views under /admin/usage
+ * (what they show is made in src/ops/).
  */
 import { Elysia, t } from "elysia";
-import { parseBearer, safeEqual } from "../auth/authenticate-key.ts";
-import type { AppDeps } from "../deps.ts";
-import { unauthorized } from "../errors.ts";
-import { ErrorEnvelope } from "../http/schemas.ts";
-import { checkAdmin } from "../modules/admin/index.ts";
-import type { MetricsExport } from "./hooks.ts";
-import { failingUpstreams, parseRange, usageByAccount, usageByModel } from "./usage-views.ts";
+import { parseBearer, safeEqual } from "../../auth/authenticate-key.ts";
+import type { AppDeps } from "../../deps.ts";
+import { unauthorized } from "../../errors.ts";
+import { ErrorEnvelope } from "../../http/schemas.ts";
+import { checkAdmin } from "../../auth/admin-token.ts";
+import type { MetricsExport } from "../../ops/hooks.ts";
+import { failingUpstreams, parseRange, usageByAccount, usageByModel } from "../../ops/usage-views.ts";
 
 /** Bearer REELAY_METRICS_TOKEN when set (so a scraper need not hold the admin token), else the admin token. */
 export function checkMetricsToken(config: AppDeps["config"], authorization: string | null | undefined) {

@@ -1,6 +1,6 @@
 /**
  * Requests-per-minute and tokens-per-minute limits, per API key AND per account, on top of the
- * rate-limit library (GCRA: `limit` units back-to-back, then one every 60 s / limit).
+ * limiters of this folder (GCRA: `limit` units back-to-back, then one every 60 s / limit).
  *
  * Limits: the key's bucket uses the key override ?? account override ?? config default (what the
  * admin API shows as the key's limit). The account's bucket, shared by all its keys, uses the account
@@ -15,8 +15,25 @@
 import type { Principal } from "../auth/authenticate-key.ts";
 import type { RateLimitDefaults } from "../config.ts";
 import { ApiError } from "../errors.ts";
-import type { ConsumeResult, RateLimiter } from "../rate-limit/index.ts";
-import type { RequestLimit, TokenBudget } from "./hooks.ts";
+import type { ConsumeResult, RateLimiter } from "./index.ts";
+
+export interface RequestLimit {
+  /**
+   * Count one request against the key's (and account's) requests-per-minute limit. Throws an
+   * ApiError 429 (with Retry-After and x-ratelimit-*-requests headers) when over; otherwise returns
+   * the x-ratelimit-*-requests headers to add to the response.
+   */
+  admit(principal: Principal): Promise<Record<string, string>>;
+}
+
+export interface TokenBudget {
+  /**
+   * Count `tokens` against the key's (and account's) tokens-per-minute limit. Throws an ApiError 429
+   * (with Retry-After and x-ratelimit-*-tokens headers) when over; otherwise returns the
+   * x-ratelimit-*-tokens headers to add to the response.
+   */
+  consume(principal: Principal, tokens: number): Promise<Record<string, string>>;
+}
 
 const WINDOW_MS = 60_000;
 

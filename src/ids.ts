@@ -1,4 +1,4 @@
-/** Random, URL-safe identifiers with a readable type prefix ("acct_…", "hold_…"). */
+/** Random, URL-safe identifiers with a readable type prefix: request ids ("req_…"), accounts, keys, holds, jobs. */
 const ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
 
 export function randomId(prefix: string, length = 20): string {

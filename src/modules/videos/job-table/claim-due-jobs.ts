@@ -5,75 +5,49 @@
  * transaction is claiming right now, the outer UPDATE stamps our lease on them. Two instances
  * claiming at the same moment get disjoint sets without waiting on each other. A lease that ran out
  * (its instance died or stalled past `schedulerLeaseMs`) makes the row claimable again.
+ *
+ * None of these changes a job's status (transitions.ts does, and only there); they move the lease,
+ * the retry bookkeeping and the provider's handle of a job this instance holds.
  */
 import { sql } from "drizzle-orm";
 import { query, type Tx } from "../../../db/index.ts";
-import type { ImageMime } from "../../../media/index.ts";
+import { ACTIVE_VIDEO_JOB_STATUSES, statusIn } from "../../../db/schema/index.ts";
+import { columns, readRow, type VideoJobRow } from "./columns.ts";
 
-export interface ClaimedJob {
-  id: string;
-  accountId: string;
-  model: string;
-  status: "queued" | "processing";
-  prompt: string;
-  negativePrompt: string | null;
-  seed: number;
-  steps: number | null;
-  seconds: number;
-  width: number;
-  height: number;
-  /** kept until the job ends: a lost handle means submitting again */
-  image: Uint8Array | null;
-  imageMime: ImageMime | null;
-  pluginHandle: string | null;
-  attempts: number;
-  errorStreak: number;
-  /** the last retryable error, kept for the final message */
-  lastError: string | null;
-  progress: number | null;
-}
+const active = statusIn(ACTIVE_VIDEO_JOB_STATUSES);
+
+/**
+ * What the scheduler needs to run a job: the request, the image (kept until the job ends: a lost
+ * handle means submitting again), the saved handle and the retry bookkeeping; `errorMessage` of an
+ * active job is its last retryable error, kept for the final message.
+ */
+const CLAIMED_COLUMNS = [
+  "id", "accountId", "model", "status", "prompt", "negativePrompt", "seed", "steps", "seconds", "width", "height",
+  "image", "imageMime", "pluginHandle", "attempts", "errorStreak", "errorMessage", "progress",
+] as const;
+export type ClaimedJob = Pick<VideoJobRow, (typeof CLAIMED_COLUMNS)[number]>;
 
 export async function claimDueJobs(tx: Tx, opts: { owner: string; leaseMs: number; model: string; limit: number }): Promise<ClaimedJob[]> {
   if (opts.limit <= 0) return [];
-  const rows = await query<Record<string, any>>(tx, sql`
+  const rows = await query<Record<string, unknown>>(tx, sql`
     UPDATE video_jobs SET lease_owner = ${opts.owner}, lease_expires_at = now() + ${opts.leaseMs} * interval '1 millisecond'
     WHERE id IN (
       SELECT id FROM video_jobs
-      WHERE status IN ('queued', 'processing') AND next_run_at <= now() AND model = ${opts.model}
+      WHERE ${active} AND next_run_at <= now() AND model = ${opts.model}
         AND (lease_expires_at IS NULL OR lease_expires_at < now())
       ORDER BY next_run_at
       LIMIT ${opts.limit}
       FOR UPDATE SKIP LOCKED
     )
-    RETURNING id, account_id, model, status, prompt, negative_prompt, seed, steps, seconds, width, height,
-      image, image_mime, plugin_handle, attempts, error_streak, error_message, progress`);
-  return rows.map((r) => ({
-    id: r.id,
-    accountId: r.account_id,
-    model: r.model,
-    status: r.status,
-    prompt: r.prompt,
-    negativePrompt: r.negative_prompt,
-    seed: Number(r.seed),
-    steps: r.steps === null ? null : Number(r.steps),
-    seconds: Number(r.seconds),
-    width: Number(r.width),
-    height: Number(r.height),
-    image: r.image ? new Uint8Array(r.image) : null,
-    imageMime: r.image_mime,
-    pluginHandle: r.plugin_handle,
-    attempts: Number(r.attempts),
-    errorStreak: Number(r.error_streak),
-    lastError: r.error_message,
-    progress: r.progress === null ? null : Number(r.progress),
-  }));
+    RETURNING ${columns(CLAIMED_COLUMNS)}`);
+  return rows.map((r) => readRow(r, CLAIMED_COLUMNS));
 }
 
 /** Models that have due, unleased jobs (so an idle scheduler claims only for models with work). */
 export async function modelsWithDueJobs(tx: Tx): Promise<string[]> {
   const rows = await query<{ model: string }>(tx, sql`
     SELECT DISTINCT model FROM video_jobs
-    WHERE status IN ('queued', 'processing') AND next_run_at <= now() AND (lease_expires_at IS NULL OR lease_expires_at < now())`);
+    WHERE ${active} AND next_run_at <= now() AND (lease_expires_at IS NULL OR lease_expires_at < now())`);
   return rows.map((r) => r.model);
 }
 
@@ -82,7 +56,7 @@ export async function renewLeases(tx: Tx, owner: string, ids: string[], leaseMs:
   if (ids.length === 0) return new Set();
   const rows = await query<{ id: string }>(tx, sql`
     UPDATE video_jobs SET lease_expires_at = now() + ${leaseMs} * interval '1 millisecond'
-    WHERE id IN (${sql.join(ids.map((id) => sql`${id}`), sql`, `)}) AND lease_owner = ${owner} AND status IN ('queued', 'processing')
+    WHERE id IN (${sql.join(ids.map((id) => sql`${id}`), sql`, `)}) AND lease_owner = ${owner} AND ${active}
     RETURNING id`);
   return new Set(rows.map((r) => r.id));
 }
@@ -100,7 +74,7 @@ export async function releaseJob(tx: Tx, id: string, owner: string, delayMs: num
 /** On shutdown: every job this instance holds becomes claimable at once (no waiting for lease expiry). */
 export async function releaseAllLeases(tx: Tx, owner: string): Promise<number> {
   const rows = await query<{ id: string }>(tx, sql`
-    UPDATE video_jobs SET lease_owner = NULL, lease_expires_at = NULL WHERE lease_owner = ${owner} AND status IN ('queued', 'processing') RETURNING id`);
+    UPDATE video_jobs SET lease_owner = NULL, lease_expires_at = NULL WHERE lease_owner = ${owner} AND ${active} RETURNING id`);
   return rows.length;
 }
 
@@ -111,11 +85,16 @@ export async function releaseAllLeases(tx: Tx, owner: string): Promise<number> {
 export async function beginSubmitAttempt(tx: Tx, id: string, owner: string): Promise<number | null> {
   const rows = await query<{ attempts: number }>(tx, sql`
     UPDATE video_jobs SET attempts = attempts + 1
-    WHERE id = ${id} AND lease_owner = ${owner} AND lease_expires_at > now() AND plugin_handle IS NULL AND status IN ('queued', 'processing')
+    WHERE id = ${id} AND lease_owner = ${owner} AND lease_expires_at > now() AND plugin_handle IS NULL AND ${active}
     RETURNING attempts`);
   return rows[0] ? Number(rows[0].attempts) : null;
 }
 
 export async function saveProgress(tx: Tx, id: string, owner: string, progress: number) {
-  await query(tx, sql`UPDATE video_jobs SET progress = ${progress}, error_streak = 0 WHERE id = ${id} AND lease_owner = ${owner} AND status = 'processing'`);
+  await query(tx, sql`UPDATE video_jobs SET progress = ${progress}, error_streak = 0 WHERE id = ${id} AND lease_owner = ${owner} AND ${statusIn(["processing"])}`);
+}
+
+/** The provider lost the job: forget its handle (only that one, only while ours), so the next round submits again. */
+export async function forgetHandle(tx: Tx, id: string, owner: string, handle: string) {
+  await query(tx, sql`UPDATE video_jobs SET plugin_handle = NULL WHERE id = ${id} AND lease_owner = ${owner} AND plugin_handle = ${handle}`);
 }

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ApiError } from "../errors.ts";
 import { createTestDatabase, dropDatabase, startTestServer, type TestServer } from "../../test/support/harness.ts";
-import { formatDuration } from "./rate-limits.ts";
+import { formatDuration } from "./key-and-account-limits.ts";
 import { startThrowawayRedis, type ThrowawayRedis } from "../../test/support/throwaway-redis.ts";
 import { newClientOn, spawnServer, type ChildServer } from "../../test/support/child-server.ts";
 
