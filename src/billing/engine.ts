@@ -82,6 +82,8 @@ interface Queued {
   seg: number;
   /** the lease whose `pending` holds `cover` until the batch lands */
   lease: LeaseMem | null;
+  /** when it was queued (performance.now()): its age at commit is what a kill -9 could have lost */
+  at: number;
 }
 
 /** settlements per statement: ~5 ms of Postgres work, beyond which one batch delays the next too long */
@@ -212,7 +214,7 @@ export class CreditEngine {
     }
     const settlement: Settlement = { ...s, holdId, cover };
     const seg = this.journal ? this.journal.append(settlement) : 0;
-    this.queue.push({ s: settlement, seq: ++this.seq, seg, lease });
+    this.queue.push({ s: settlement, seq: ++this.seq, seg, lease, at: performance.now() });
     this.schedule(false);
   }
 
@@ -593,6 +595,10 @@ export class CreditEngine {
     this.stats.batches++;
     this.stats.settlements += batch.length;
     this.stats.largestBatch = Math.max(this.stats.largestBatch, batch.length);
+    // the crash window as it is (bench/billing-crash-window.ts and the kill -9 test read these at
+    // debug level): how long the batch's oldest settlement waited in memory, and its statement's time
+    const now = performance.now();
+    this.log.debug({ settlements: batch.length, leases: beats.length, oldestMs: batch.length > 0 ? Math.round(now - batch[0]!.at) : null, statementMs: Math.round(now - t0) }, "billing: batch landed");
     for (const q of batch) {
       this.journal?.landed(q.seg);
       if (q.lease) {
