@@ -64,6 +64,8 @@ interface Queued {
   seg: number;
   /** the lease whose `pending` holds `cover` until the batch lands */
   lease: LeaseMem | null;
+  /** when it was queued (performance.now()): its age at commit is what a kill -9 could have lost */
+  at: number;
 }
 
 /** settlements per statement: ~5 ms of Postgres work, beyond which one batch delays the next too long */
@@ -194,7 +196,7 @@ export class CreditEngine {
     }
     const settlement: Settlement = { ...s, holdId, cover };
     const seg = this.journal ? this.journal.append(settlement) : 0;
-    this.queue.push({ s: settlement, seq: ++this.seq, seg, lease });
+    this.queue.push({ s: settlement, seq: ++this.seq, seg, lease, at: performance.now() });
     this.schedule(false);
   }
 
@@ -500,7 +502,18 @@ export class CreditEngine {
     if (now || this.queue.length >= this.batchLimit || this.waiters.length > 0) {
       if (this.timer) clearTimeout(this.timer);
       this.timer = null;
-      this.flushing = this.flush();
+      // `flush()` has nothing to await when there is nothing to write (no settlement, no lease to
+      // renew: a reader's second sync behind a batch of exact holds) and then returns already done.
+      // Its end runs in `.then`, a later microtask, so `flushing` is always set before it is
+      // cleared. (Clearing it inside `flush` left `flushing` pointing at the finished promise for
+      // ever: every later settlement only set `rerun` and waited in memory until shutdown.)
+      this.flushing = this.flush().then(
+        (delay) => this.flushed(delay),
+        (e) => {
+          this.log.error({ err: e }, "billing: the settlement flusher failed; retrying");
+          this.flushed(BACKOFF_MAX_MS);
+        },
+      );
       return;
     }
     if (!this.timer && this.queue.length > 0) {
@@ -511,7 +524,8 @@ export class CreditEngine {
     }
   }
 
-  private async flush(): Promise<void> {
+  /** Write one batch (and renew this instance's leases). Returns the delay before the next attempt: -1 none needed, 0 at once. */
+  private async flush(): Promise<number> {
     const gen = ++this.startedGen;
     this.lastFlushStart = performance.now();
     const batch = this.queue.splice(0, this.batchLimit);
@@ -519,25 +533,33 @@ export class CreditEngine {
     const beats: Array<{ lease: LeaseMem; inFlight: number }> = [];
     for (const slot of this.slots.values()) if (slot.lease && !slot.lease.dead) beats.push({ lease: slot.lease, inFlight: slot.lease.inflight });
     const t0 = performance.now();
-    let delay = -1;
-    // everything inside: an exception here must never leave `flushing` set (billing would stop)
+    let res: BatchResult | null = null;
     try {
       this.journal?.rotate();
-      if (batch.length > 0 || beats.length > 0) {
-        const res = await settleBatch(this.db, batch.map((q) => q.s), beats.map((b) => ({ id: b.lease.id, inFlight: b.inFlight })), this.cfg.leaseTtlMs);
-        this.landed(batch, beats, res, t0);
-      }
-      this.doneGen = gen;
-      this.failures = 0;
-      if (batch.length > 0 || beats.length > 0) this.dbOk(t0);
-      this.batchLimit = MAX_BATCH;
+      if (batch.length > 0 || beats.length > 0) res = await settleBatch(this.db, batch.map((q) => q.s), beats.map((b) => ({ id: b.lease.id, inFlight: b.inFlight })), this.cfg.leaseTtlMs);
     } catch (e) {
-      delay = this.failed(batch, e);
-    } finally {
-      this.flushing = null;
-      this.inflightMinSeq = Infinity;
-      this.checkWaiters();
+      return this.failed(batch, e);
     }
+    // committed: from here on nothing may put the batch back in the queue (its lease bookkeeping
+    // would be applied twice); a bug in the bookkeeping is reported, the charges stand
+    this.doneGen = gen;
+    this.failures = 0;
+    this.batchLimit = MAX_BATCH;
+    if (res) {
+      this.dbOk(t0);
+      try {
+        this.landed(batch, beats, res, t0);
+      } catch (e) {
+        this.log.error({ err: e }, "billing: bookkeeping after a batch landed failed");
+      }
+    }
+    return -1;
+  }
+
+  private flushed(delay: number) {
+    this.flushing = null;
+    this.inflightMinSeq = Infinity;
+    this.checkWaiters();
     if (this.stopped && delay >= 0) return;
     if (delay > 0) {
       if (this.timer) clearTimeout(this.timer);
@@ -555,6 +577,10 @@ export class CreditEngine {
     this.stats.batches++;
     this.stats.settlements += batch.length;
     this.stats.largestBatch = Math.max(this.stats.largestBatch, batch.length);
+    // the crash window as it is (bench/billing-crash-window.ts and the kill -9 test read these at
+    // debug level): how long the batch's oldest settlement waited in memory, and its statement's time
+    const now = performance.now();
+    this.log.debug({ settlements: batch.length, leases: beats.length, oldestMs: batch.length > 0 ? Math.round(now - batch[0]!.at) : null, statementMs: Math.round(now - t0) }, "billing: batch landed");
     for (const q of batch) {
       this.journal?.landed(q.seg);
       if (q.lease) {

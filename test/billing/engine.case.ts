@@ -235,6 +235,38 @@ export function describeEngine(name: string, open: () => Promise<BillingDb>) {
       await expectInvariants(db, [acct]);
     }, 60_000);
 
+    test("a reader that arrives while a batch is being written does not stop later settlements from landing", async () => {
+      // The console's embeddings charge that never reached the database: exact holds (no lease to
+      // renew), a batch in flight, and a second reader behind it. The flush that reader asked for
+      // had nothing to write, finished without awaiting anything, and left the flusher marked busy
+      // for ever; every later settlement stayed queued in memory until shutdown.
+      const db = bdb.db;
+      const acct = await fundedAccount(db, 1_000_000);
+      const engine = newEngine(db, { leases: false });
+      const one = async (ref: string, actual: number) => {
+        const a = await engine.approve({ accountId: acct, ref, amount: 1_000, reason: "t" });
+        engine.settle(a, { mode: "settle", actual, reason: "t", usage: { accountId: acct, ref, kind: "embeddings", model: "m", status: 200 } });
+      };
+      await one("req_reader_1", 100);
+      const first = engine.sync(); // a reader: the batch is written at once
+      const second = engine.sync(); // another reader while that statement is in flight
+      await Promise.all([first, second]);
+      expect((await billing.clientBalance(db, acct)).balance).toBe(999_900);
+      await one("req_reader_2", 200);
+      // nobody waits for it: the flush interval alone must bring it in, well within a second
+      const t0 = performance.now();
+      while ((await billing.clientBalance(db, acct)).balance !== 999_700 && performance.now() - t0 < 1_000) await Bun.sleep(10);
+      expect({ balance: (await billing.clientBalance(db, acct)).balance, queued: engine.snapshot().queued }).toEqual({ balance: 999_700, queued: 0 });
+      // and a reader is answered at once, not after its timeout
+      await one("req_reader_3", 300);
+      const t1 = performance.now();
+      await engine.sync(5_000);
+      expect(performance.now() - t1).toBeLessThan(1_000);
+      expect((await billing.clientBalance(db, acct)).balance).toBe(999_400);
+      await engine.stop();
+      await expectInvariants(db, [acct]);
+    }, 60_000);
+
     test("leases off: every request takes an exact hold, settlements are still batched", async () => {
       const db = bdb.db;
       const acct = await fundedAccount(db, 1_000_000);
