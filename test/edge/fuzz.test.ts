@@ -164,13 +164,22 @@ function makeRequest(r: Rng, i: number): FuzzRequest {
 
 test(`fuzz: ${REQUESTS} hostile requests (seed ${SEED}) — no 5xx, enveloped, event loop under ${MAX_LAG_MS} ms, no money moved`, async () => {
   const r = rng(SEED);
+  // Warm-up, not measured for lag: the first request down each code path runs it unoptimised and
+  // builds what it builds once (30–50 ms of this thread on a busy box, whatever the input); the
+  // lag assertion is about what an input can do to a warm server.
+  const warm = rng(SEED ^ 0x5eed);
+  for (let i = 0; i < 200; i++) {
+    const req = makeRequest(warm, -1 - i);
+    await (await fetch(e.s.url + req.path, { method: req.method, headers: req.headers, body: req.body })).arrayBuffer();
+  }
   const poorBefore = await moneyOf(e.s, poorAccount);
+  const targetBefore = await moneyOf(e.s, targetAccount);
   const everyoneBefore = await moneyOf(e.s, e.accountId);
 
   // Event-loop lag: a 5 ms timer notes how late it fires. On a shared machine (2 cores, load ~15
   // while this was written) a late timer is mostly the OS running other processes, not this loop
   // busy: the lag counted is what the JS thread itself spent on the CPU meanwhile (its own
-  // utime+stime from /proc/thread-self/stat, 10 ms ticks), i.e. how long the loop was blocked.
+  // run time from /proc/thread-self/schedstat, in ns), i.e. how long the loop was blocked.
   let maxLag = 0;
   let maxRawLag = 0;
   let lagAt = "";
@@ -249,12 +258,17 @@ test(`fuzz: ${REQUESTS} hostile requests (seed ${SEED}) — no 5xx, enveloped, e
   expect(poorAfter).toEqual(poorBefore);
   expect(everyoneAfter).toEqual(everyoneBefore);
   // the admin target moved only by the grants/adjustments that were accepted: one ledger row each
-  expect(target.ledgerRows).toBe(1 + adminTargetChanges);
+  expect(target.ledgerRows).toBe(targetBefore.ledgerRows + adminTargetChanges);
   expect(target.held).toBe(0);
 }, 180_000);
 
 /** CPU time of the calling thread (the JS thread here), ms: utime + stime of /proc/thread-self/stat. */
 function threadCpuMs(): number {
+  // schedstat's first field is this thread's time on a CPU in nanoseconds; stat's utime+stime
+  // count 10 ms ticks, which alone could turn a 5 ms interval into a 40–70 ms "block" on a busy box
+  const schedstat = readFileSync("/proc/thread-self/schedstat", "utf8");
+  const ns = Number(schedstat.slice(0, schedstat.indexOf(" ")));
+  if (Number.isFinite(ns) && ns > 0) return ns / 1e6;
   const stat = readFileSync("/proc/thread-self/stat", "utf8");
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
