@@ -290,6 +290,9 @@ test("phone width (390 px): every page fits without sideways scrolling", async (
   }
   await p.getByRole("button", { name: "Sign out" }).click();
   await signIn(p, apiKey);
+  // signed in once the client's page shows; before that, the sign-in page's own h1 satisfies the
+  // loop's wait, and the late sign-in then moved the page to #/home mid-loop (seen under load)
+  await p.getByRole("heading", { name: "Usage and credits" }).waitFor();
   for (const [hash, name] of [["home", "client-usage"], ["jobs", "client-jobs"], ["playground/chat", "playground-chat"], ["playground/embeddings", "playground-embeddings"], ["playground/video", "playground-video"]]) {
     await p.goto(`${s.url}/console#/${hash}`);
     await p.locator("main h1").first().waitFor();
