@@ -71,3 +71,31 @@ export async function lacks(locator: import("playwright-core").Locator, unwanted
   const text = await locator.first().innerText();
   if (text.includes(unwanted)) throw new Error(`did not expect ${JSON.stringify(unwanted)} in ${JSON.stringify(text.slice(0, 400))}`);
 }
+
+/**
+ * What a chart actually drew: for each series in its legend, how many canvas pixels have that
+ * series' colour (its legend marker's). A chart element that exists but draws nothing (a lone
+ * value on a line, a series hidden under another) counts 0.
+ */
+// runs in the browser; this file's type context has no DOM lib
+declare const getComputedStyle: (e: unknown) => { borderLeftWidth: string; borderLeftColor: string; backgroundColor: string };
+
+export async function chartInk(page: Page, title: string): Promise<Record<string, number>> {
+  const figure = page.locator("figure.chart").filter({ has: page.locator("figcaption", { hasText: title }) }).first();
+  await figure.locator("canvas").waitFor();
+  return figure.evaluate((fig: any) => {
+    const canvas = fig.querySelector("canvas");
+    const px: Uint8ClampedArray = canvas.getContext("2d").getImageData(0, 0, canvas.width, canvas.height).data;
+    const rgb = (css: string) => (/rgba?\((\d+), (\d+), (\d+)(?:, ([\d.]+))?\)/.exec(css) ?? []).slice(1).map(Number);
+    const out: Record<string, number> = {};
+    for (const row of [...fig.querySelectorAll(".u-legend .u-series")].slice(1)) {
+      const marker = getComputedStyle(row.querySelector(".u-marker"));
+      const [r, g, b, a] = rgb(marker.borderLeftWidth !== "0px" && !marker.borderLeftColor.startsWith("rgba(0, 0, 0, 0") ? marker.borderLeftColor : marker.backgroundColor);
+      if (r === undefined || a === 0) throw new Error("no colour for series " + row.textContent);
+      let n = 0;
+      for (let i = 0; i < px.length; i += 4) if (Math.abs(px[i]! - r) <= 2 && Math.abs(px[i + 1]! - g!) <= 2 && Math.abs(px[i + 2]! - b!) <= 2 && px[i + 3]! > 250) n++;
+      out[row.querySelector(".u-label").textContent] = n;
+    }
+    return out;
+  });
+}

@@ -15,7 +15,7 @@ import { startFakeOpenAI, type FakeOpenAI } from "../../test/fakes/openai-upstre
 import { ADMIN_TOKEN, startTestServer, type TestServer } from "../../test/support/harness.ts";
 import { pngBase64 } from "../../test/videos/support.ts";
 import { buildConsole } from "../build.ts";
-import { lacks, launchBrowser, see, shot, watch, type Watched } from "./browser.ts";
+import { chartInk, lacks, launchBrowser, see, shot, watch, type Watched } from "./browser.ts";
 
 const CHAT_PRICING = { inputPerMillion: 3_000_000, outputPerMillion: 15_000_000 };
 const REPLY = " one two three four five six seven eight";
@@ -74,6 +74,8 @@ let chatCost = "";
 test("operator: wrong token is refused, then sign in, create an account, grant $5, create and copy a key", async () => {
   w.step("wrong admin token");
   await page.goto(s.url + "/console");
+  await page.getByLabel("Admin token or API key").waitFor();
+  await shot(page, "sign-in-1280");
   await signIn(page, "not-the-admin-token-123");
   await see(page.getByRole("alert"), "Wrong admin token.");
 
@@ -208,11 +210,30 @@ test("operator: the request is in usage, the charges are in the ledger; every pa
   w.step("operator again");
   await page.getByRole("button", { name: "Sign out" }).click();
   await signIn(page, ADMIN_TOKEN);
+  // billing writes usage rows in batches: the overview counts what has landed (it reloads every 30 s)
+  for (let i = 0; ; i++) {
+    const ts = (await (await s.admin(`/admin/usage/timeseries?bucket=15m&from=${new Date(Date.now() - 86_400_000).toISOString()}`)).json()) as any;
+    if (ts.total.requests.reduce((a: number, b: number) => a + b, 0) === 3) break;
+    if (i > 100) throw new Error("3 requests never showed in the usage time series");
+    await Bun.sleep(100);
+  }
   await page.getByRole("heading", { name: "Overview" }).waitFor();
-  await see(page.locator(".stat").filter({ hasText: "Requests" }), "3");
+  await page.reload();
+  await see(page.locator(".stat").filter({ hasText: "Requests" }), /^Requests\n3\n/);
   // the charts are drawn in an effect after the numbers render: wait for them (flaked under load)
   await page.locator(".uplot").nth(4).waitFor();
   expect(await page.locator(".uplot").count()).toBe(5);
+  // all three requests sit in the current bucket: each model's share is drawn (stacked, not hidden
+  // under another model's line), and the lone latency and error-rate values are drawn as dots
+  for (const title of ["Requests per 15m", "Credits charged per 15m"]) {
+    const ink = await chartInk(page, title);
+    expect({ title, models: Object.keys(ink).sort() }).toEqual({ title, models: ["chat-e2e", "preview-motion", "use-lite"] });
+    if (title.startsWith("Requests")) for (const [m, n] of Object.entries(ink)) expect({ m, drawn: n > 20 }).toEqual({ m, drawn: true });
+    else expect(ink["preview-motion"]).toBeGreaterThan(20); // $0.03 dwarfs the chat's and embedding's fractions of a cent
+  }
+  const latency = await chartInk(page, "Latency");
+  expect({ latency, p50: latency.p50! > 20, p99: latency.p99! > 20 }).toEqual({ latency, p50: true, p99: true });
+  expect((await chartInk(page, "Error rate"))["error rate"]).toBeGreaterThan(20);
   await shot(page, "overview-1280");
 
   await page.goto(`${s.url}/console#/accounts/${accountId}`);
@@ -269,9 +290,21 @@ test("phone width (390 px): every page fits without sideways scrolling", async (
   }
   await p.getByRole("button", { name: "Sign out" }).click();
   await signIn(p, apiKey);
-  for (const [hash, name] of [["home", "client-usage"], ["jobs", "client-jobs"], ["playground/chat", "playground-chat"], ["playground/video", "playground-video"]]) {
+  // signed in once the client's page shows; before that, the sign-in page's own h1 satisfies the
+  // loop's wait, and the late sign-in then moved the page to #/home mid-loop (seen under load)
+  await p.getByRole("heading", { name: "Usage and credits" }).waitFor();
+  for (const [hash, name] of [["home", "client-usage"], ["jobs", "client-jobs"], ["playground/chat", "playground-chat"], ["playground/embeddings", "playground-embeddings"], ["playground/video", "playground-video"]]) {
     await p.goto(`${s.url}/console#/${hash}`);
     await p.locator("main h1").first().waitFor();
+    if (name === "playground-embeddings") {
+      try {
+        await p.getByRole("button", { name: "Embed" }).click();
+        await p.getByRole("region", { name: "Similarity matrix" }).waitFor({ timeout: 30_000 });
+      } catch (e) {
+        await shot(p, "FAILED-playground-embeddings-390");
+        throw e;
+      }
+    }
     await fits(name!);
   }
   await phone.close();

@@ -70,6 +70,46 @@ describe("OpenAPI document", () => {
   });
 });
 
+describe("what is not JSON", () => {
+  test("the MP4 download is video/mp4 (binary) with its range headers; HEAD has the headers only", () => {
+    const op = spec.paths["/v1/videos/generations/{id}/content"].get;
+    expect(Object.keys(op.responses[200].content)).toEqual(["video/mp4"]);
+    expect(op.responses[200].content["video/mp4"].schema).toEqual({ type: "string", format: "binary" });
+    expect(Object.keys(op.responses[206].content)).toEqual(["video/mp4"]);
+    expect(Object.keys(op.responses[200].headers)).toEqual(expect.arrayContaining(["Content-Length", "Accept-Ranges", "ETag"]));
+    expect(Object.keys(op.responses[206].headers)).toEqual(expect.arrayContaining(["Content-Length", "Accept-Ranges", "Content-Range"]));
+    expect(op.responses[304]).toBeDefined();
+    expect(op.parameters.map((p: any) => `${p.in} ${p.name}`)).toEqual(["path id", "header Range", "header If-Range", "header If-None-Match"]);
+    // the errors stay JSON envelopes
+    for (const status of ["404", "409", "410", "416"]) expect(Object.keys(op.responses[status].content)).toEqual(["application/json"]);
+    const head = spec.paths["/v1/videos/generations/{id}/content"].head;
+    expect(head.responses[200].content).toBeUndefined();
+    expect(Object.keys(head.responses[200].headers)).toContain("Content-Length");
+  });
+
+  test("the progress stream is text/event-stream", () => {
+    const op = spec.paths["/v1/videos/generations/{id}/events"].get;
+    expect(Object.keys(op.responses[200].content)).toEqual(["text/event-stream"]);
+    expect(op.responses[200].content["text/event-stream"].schema.type).toBe("string");
+    expect(op.responses[200].content["text/event-stream"].example).toContain("event: video.generation.");
+    expect(Object.keys(op.responses[404].content)).toEqual(["application/json"]);
+  });
+
+  test("`webhooks` lists the four events, each a signed POST of the event payload", () => {
+    const types = ["video.generation.completed", "video.generation.failed", "video.generation.cancelled", "video.generation.processing"];
+    expect(Object.keys(spec.webhooks).sort()).toEqual([...types].sort());
+    for (const type of types) {
+      const post = spec.webhooks[type].post;
+      expect(post.parameters.map((p: any) => p.name)).toEqual(["webhook-id", "webhook-timestamp", "webhook-signature"]);
+      const schema = post.requestBody.content["application/json"].schema;
+      expect(schema.required).toEqual(expect.arrayContaining(["type", "timestamp", "data"]));
+      expect(schema.properties.type.enum ?? schema.properties.type.anyOf?.map((x: any) => x.const)).toContain(type);
+      expect(schema.properties.data.required).toEqual(expect.arrayContaining(["id", "object", "status", "model", "urls"]));
+      expect(Object.keys(schema.properties.data.properties.urls.properties)).toEqual(["poll", "events", "content"]);
+    }
+  });
+});
+
 describe("GET /", () => {
   test("a browser is sent to /docs; other clients are told where things are", async () => {
     const html = await fetch(`${s.url}/`, { headers: { accept: "text/html,application/xhtml+xml" }, redirect: "manual" });

@@ -7,6 +7,10 @@
  *   plugin leaves `content` empty for a route whose body parser is a function (reelay's one JSON
  *   body reader, json-body.ts, parses every body), so each route's body schema is put back here.
  * - Validator messages (`error`) are not schema keywords; they stay out of the document.
+ * - The plugin writes every response as application/json (or text/plain) and replaces `detail`'s
+ *   own `responses` and `parameters` with what it derives from the route's schemas. A route that
+ *   answers something else (an MP4, an event stream) declares those responses, and the request
+ *   headers it reads, in `detail` in OpenAPI form; they are put back here, per status.
  */
 type Json = Record<string, unknown>;
 
@@ -16,21 +20,41 @@ const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null 
 export interface RouteBody {
   method: string;
   path: string;
-  hooks?: { body?: unknown };
+  hooks?: { body?: unknown; detail?: { responses?: unknown; parameters?: unknown } };
 }
 
 export function tidyOpenApi<T>(doc: T, routes: RouteBody[] = []): T {
   const out = structuredClone(doc) as Json;
   restoreJsonBodies(out, routes);
+  restoreDeclaredResponses(out, routes);
   return tidy(out, false) as T;
 }
 
+const operationOf = (doc: Json, r: RouteBody): Json | null => {
+  const op = (isObject(doc.paths) ? (doc.paths[r.path.replace(/:(\w+)/g, "{$1}")] as Json | undefined) : undefined)?.[r.method.toLowerCase()];
+  return isObject(op) ? op : null;
+};
+
+function restoreDeclaredResponses(doc: Json, routes: RouteBody[]): void {
+  for (const r of routes) {
+    const detail = r.hooks?.detail;
+    const op = detail ? operationOf(doc, r) : null;
+    if (!op || !detail) continue;
+    if (isObject(detail.responses)) op.responses = { ...(isObject(op.responses) ? op.responses : {}), ...structuredClone(detail.responses) };
+    if (Array.isArray(detail.parameters)) {
+      const have = Array.isArray(op.parameters) ? (op.parameters as Json[]) : [];
+      const key = (p: Json) => `${p.in}:${String(p.name).toLowerCase()}`;
+      const derived = new Set(have.map(key));
+      op.parameters = [...have, ...(structuredClone(detail.parameters) as Json[]).filter((p) => !derived.has(key(p)))];
+    }
+  }
+}
+
 function restoreJsonBodies(doc: Json, routes: RouteBody[]): void {
-  const paths = isObject(doc.paths) ? doc.paths : {};
   for (const r of routes) {
     if (!isObject(r.hooks?.body)) continue;
-    const op = (paths[r.path.replace(/:(\w+)/g, "{$1}")] as Json | undefined)?.[r.method.toLowerCase()];
-    const body = isObject(op) && isObject(op.requestBody) ? op.requestBody : null;
+    const op = operationOf(doc, r);
+    const body = op && isObject(op.requestBody) ? op.requestBody : null;
     if (!body || (isObject(body.content) && Object.keys(body.content).length)) continue;
     // TypeBox schemas are JSON Schema; the JSON round trip drops TypeBox's symbol keys
     body.content = { "application/json": { schema: JSON.parse(JSON.stringify(r.hooks!.body)) } };

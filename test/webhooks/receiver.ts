@@ -13,10 +13,12 @@ export interface Received {
   at: number;
   /** what we answered (0: held open by "hang", never answered in time) */
   answered: number;
+  /** when the sender closed the connection without waiting for our answer (a hung request it gave up on) */
+  abortedAt: number | null;
 }
 
-/** status to answer, "hang" to keep the request open until released */
-export type Answer = number | "hang";
+/** status to answer, "hang" to keep the request open until released, or a redirect */
+export type Answer = number | "hang" | { status: 301 | 302 | 303 | 307 | 308; location: string };
 
 export interface Receiver {
   url: string;
@@ -47,13 +49,18 @@ export function startReceiver(): Receiver {
     idleTimeout: 0,
     async fetch(req) {
       const body = await req.text();
-      const rec: Received = { path: new URL(req.url).pathname, headers: Object.fromEntries(req.headers), body, at: Date.now(), answered: 0 };
+      const rec: Received = { path: new URL(req.url).pathname, headers: Object.fromEntries(req.headers), body, at: Date.now(), answered: 0, abortedAt: null };
       requests.push(rec);
+      req.signal.addEventListener("abort", () => void (rec.abortedAt ??= Date.now()), { once: true });
       const answer = answers.length ? answers.shift()! : fallback;
       if (delayMs) await Bun.sleep(delayMs);
       if (answer === "hang") {
         // `answered` stays 0: whoever sent it was not there to read a late answer
         return new Promise<Response>((resolve) => hung.push(resolve));
+      }
+      if (typeof answer === "object") {
+        rec.answered = answer.status;
+        return new Response(null, { status: answer.status, headers: { location: answer.location } });
       }
       rec.answered = answer;
       return new Response(answer >= 200 && answer < 300 ? "ok" : "no", { status: answer });

@@ -55,9 +55,9 @@ export function UsageCharts(p: { ts: Timeseries; perModel?: boolean }) {
   }), [ts]);
   return (
     <div class="charts">
-      <Chart title={`Requests per ${ts.bucket}`} timestamps={ts.timestamps} series={charts.requests} format={fmtCompact} emptyMax={10} />
-      <Chart title={`Tokens per ${ts.bucket}`} timestamps={ts.timestamps} series={charts.tokens} format={fmtCompact} emptyMax={100} />
-      <Chart title={`Credits charged per ${ts.bucket}`} timestamps={ts.timestamps} series={charts.credits} format={formatUsdShort} emptyMax={10_000} />
+      <Chart title={`Requests per ${ts.bucket}`} timestamps={ts.timestamps} series={charts.requests} kind="stacked" format={fmtCompact} emptyMax={10} />
+      <Chart title={`Tokens per ${ts.bucket}`} timestamps={ts.timestamps} series={charts.tokens} kind="stacked" format={fmtCompact} emptyMax={100} />
+      <Chart title={`Credits charged per ${ts.bucket}`} timestamps={ts.timestamps} series={charts.credits} kind="stacked" format={formatUsdShort} emptyMax={10_000} />
       <Chart title="Error rate" timestamps={ts.timestamps} series={charts.errors} format={(v) => fmtPct(v)} max={1} />
       <Chart title="Latency" timestamps={ts.timestamps} series={charts.latency} format={(v) => fmtMs(v)} emptyMax={1000} />
     </div>

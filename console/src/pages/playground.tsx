@@ -118,7 +118,7 @@ function Chat(p: { api: Api; models: any[] }) {
   return (
     <div class="playground-chat">
       <ModelSelect models={p.models} capability="chat" value={model} onChange={setModel} />
-      <div class="chat-log" ref={log} aria-live="polite" aria-label="Conversation">
+      <div class="chat-log" ref={log} role="log" aria-live="polite" aria-label="Conversation" tabIndex={0}>
         {messages.length === 0 && <p class="muted">Ask something; the answer streams in as the model writes it.</p>}
         {messages.map((m, i) => (
           <div class={`msg ${m.role}`} data-testid={m.role === "assistant" ? "assistant-message" : undefined}>

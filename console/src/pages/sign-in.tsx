@@ -1,4 +1,4 @@
-import { useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import { identify } from "../api.ts";
 import { ErrorBox } from "../components/ui.tsx";
 import type { Session } from "../session.ts";
@@ -7,6 +7,10 @@ export function SignIn(p: { notice: string | null; onSignedIn(s: Session): void 
   const [token, setToken] = useState("");
   const [error, setError] = useState<string | null>(null);
   const [pending, setPending] = useState(false);
+  const field = useRef<HTMLInputElement>(null);
+  // `autofocus` works on the page's first load only: after signing out, focus would be left on the
+  // document and a keyboard user would have to Tab to the field
+  useEffect(() => field.current?.focus(), []);
   const submit = async (e: Event) => {
     e.preventDefault();
     const t = token.trim();
@@ -30,7 +34,7 @@ export function SignIn(p: { notice: string | null; onSignedIn(s: Session): void 
         {p.notice && <p class="notice" role="status">{p.notice}</p>}
         <label class="field">
           <span class="field-label">Admin token or API key</span>
-          <input type="password" name="token" autocomplete="off" spellcheck={false} autoFocus value={token} onInput={(e) => setToken((e.target as HTMLInputElement).value)} />
+          <input ref={field} type="password" name="token" autocomplete="off" spellcheck={false} value={token} onInput={(e) => setToken((e.target as HTMLInputElement).value)} />
         </label>
         <ErrorBox error={error} />
         <button type="submit" disabled={pending}>{pending ? "Checking…" : "Sign in"}</button>

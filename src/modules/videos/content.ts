@@ -17,6 +17,7 @@ import { authErrors, ErrorEnvelope } from "../../http/schemas.ts";
 import { requireKey } from "../../http/require-key.ts";
 import { readContentMeta, readContentSlice, type ContentMeta } from "./job-table/read-jobs.ts";
 import { jobNotFound, videoExpired } from "./poll.ts";
+import { CONTENT_GET_DOCS, CONTENT_HEAD_DOCS } from "./stream-docs.ts";
 
 export type ByteRange = { start: number; end: number };
 
@@ -95,7 +96,12 @@ export const videoContentRoutes = (deps: AppDeps) =>
     // explicit: through the GET route, Elysia would answer HEAD with Content-Length 0
     .head("/videos/generations/:id/content", ({ principal, params, request }) => videoContent(deps, params.id, principal.accountId, request), {
       params: IdParams,
-      detail: { summary: "Download headers of a job's MP4", description: "The download's headers (length, type, ETag) without the bytes", security: [{ bearer: [] }] },
+      detail: {
+        summary: "Download headers of a job's MP4",
+        description: "The download's headers (length, type, ETag) without the bytes",
+        security: [{ bearer: [] }],
+        ...CONTENT_HEAD_DOCS,
+      },
     })
     .get("/videos/generations/:id/content", ({ principal, params, request }) => videoContent(deps, params.id, principal.accountId, request), {
       params: IdParams,
@@ -103,10 +109,9 @@ export const videoContentRoutes = (deps: AppDeps) =>
         summary: "Download a job's MP4",
         description: "The completed job's MP4 (video/mp4); 404/410 as polling, 409 while it is not completed. Supports `Range: bytes=start-end` (one range; 206 with Content-Range, 416 when outside the file), `If-None-Match` (304) and `If-Range`. Use it as the `src` of a `<video>` (with the key in the Authorization header) to stream and seek.",
         security: [{ bearer: [] }],
+        ...CONTENT_GET_DOCS,
       },
       response: {
-        200: t.Any({ description: "the MP4 (video/mp4)" }),
-        206: t.Any({ description: "the requested byte range of the MP4" }),
         404: ErrorEnvelope,
         409: ErrorEnvelope,
         410: ErrorEnvelope,

@@ -28,6 +28,7 @@ import { readWatchedJobs, type WatchedJob } from "./job-table/read-jobs.ts";
 import { eventTypeFor, jobEventData } from "./job-event.ts";
 import type { JobWatcher } from "./job-watcher.ts";
 import { jobNotFound, videoExpired } from "./poll.ts";
+import { EVENTS_DOCS } from "./stream-docs.ts";
 
 /** EventSource waits this long before reconnecting (its default is about 3 s) */
 const RETRY_MS = 2_000;
@@ -88,6 +89,7 @@ export const videoEventRoutes = (deps: AppDeps) =>
         summary: "Stream a job's progress (SSE)",
         description: "Server-sent events of the job's status and progress as they change, ending with the final job object (no video bytes). Events are named `video.generation.queued`, `.processing` (again each time `progress` moves), then one of `.completed`, `.failed`, `.cancelled`, after which the stream ends. Each `data` is the job as polling shows it, without `data[].b64_json`, plus `urls` (poll, events, content). The first event is the current state, so reconnecting is always safe. Works on any instance, whichever one runs the job.",
         security: [{ bearer: [] }],
+        ...EVENTS_DOCS,
       },
-      response: { 200: t.Any({ description: "text/event-stream" }), 404: ErrorEnvelope, 410: ErrorEnvelope, ...authErrors },
+      response: { 404: ErrorEnvelope, 410: ErrorEnvelope, ...authErrors },
     });

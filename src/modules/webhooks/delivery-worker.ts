@@ -15,6 +15,7 @@ import type { Database, Db } from "../../db/index.ts";
 import { listen } from "../../db/listen.ts";
 import { claimDueDeliveries, failPendingOfEndpoint, markAttemptFailed, markDelivered, markFailed, releaseDeliveryLeases, type ClaimedDelivery } from "./deliveries.ts";
 import { disableEndpoint } from "./endpoints.ts";
+import type { Resolver } from "../../net/safe-fetch.ts";
 import type { SecretBox } from "./secret-box.ts";
 import { sendAttempt, type AttemptOutcome } from "./send-attempt.ts";
 
@@ -34,11 +35,12 @@ export function backoffMs(attempt: number, baseMs: number, maxMs: number, random
 }
 
 /**
+ * `resolver`: DNS for receivers' names (tests; default getaddrinfo).
  * `ownPool`: connections of the worker's own (PostgreSQL). A burst of job completions queues
  * hundreds of transactions on the app's pool; claims and results waiting in that queue were most of
  * the completion → delivery latency in bench/webhooks.ts.
  */
-export function createDeliveryWorker(deps: Pick<AppDeps, "config" | "database" | "logger">, box: SecretBox | null, opts: { ownPool?: () => Promise<Database> } = {}): BackgroundTask {
+export function createDeliveryWorker(deps: Pick<AppDeps, "config" | "database" | "logger">, box: SecretBox | null, opts: { ownPool?: () => Promise<Database>; resolver?: Resolver } = {}): BackgroundTask {
   const { config, logger } = deps;
   const cfg = config.webhooks;
   let db: Db = deps.database.db;
@@ -46,7 +48,8 @@ export function createDeliveryWorker(deps: Pick<AppDeps, "config" | "database" |
   const owner = config.instanceId;
   // the lease outlives one attempt: it only lapses when this instance died (or stalled for seconds)
   const leaseMs = cfg.timeoutMs + LEASE_MARGIN_MS;
-  const policy = { allowedNetworks: cfg.allowedNetworks };
+  // every attempt resolves the receiver's name again (safe-post.ts); `resolver` replaces DNS in tests
+  const policy = { allowedNetworks: cfg.allowedNetworks, resolver: opts.resolver };
   const inFlight = new Map<string, Promise<void>>();
   const perUrl = new Map<string, number>();
   const timers = new Set<ReturnType<typeof setTimeout>>();
