@@ -91,6 +91,8 @@ export interface FakeBehaviour {
   reply?: string;
   /** answer a request that offers tools with these calls (unless its last message is a tool result) */
   toolCalls?: Array<{ name: string; arguments: string }>;
+  /** answer with this status only the requests whose last message's content includes the text (one request of several) */
+  failWhen?: { lastMessageIncludes: string; status: number };
 }
 
 export interface RecordedRequest {
@@ -213,6 +215,8 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     if (b.hang) return; // nothing is ever written; "close" records the client giving up
     if (b.delayHeadersMs) await Bun.sleep(b.delayHeadersMs);
     const echo = b.echoAuthorization ? ` (request had Authorization: ${headers["authorization"] ?? "none"})` : "";
+    const last = Array.isArray(body?.messages) ? body.messages.at(-1) : undefined;
+    if (b.failWhen && typeof last?.content === "string" && last.content.includes(b.failWhen.lastMessageIncludes)) b = { ...b, status: b.failWhen.status };
     if (b.status && b.status >= 400) {
       return send(b.status, errorBody((b.errorMessage ?? `fake upstream error ${b.status}`) + echo,
         b.errorType ?? (b.status >= 500 ? "server_error" : "invalid_request_error"), b.errorCode ?? null));
