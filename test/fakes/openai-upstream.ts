@@ -36,7 +36,8 @@
  *
  * Scripted answers (for clients that need a particular reply): `reply` is sent as the content
  * instead of the counted words (cut at max tokens, finish_reason "length"; streamed one cl100k token
- * per chunk); `toolCalls` makes a request that offers `tools` answer with those calls (content null,
+ * per chunk); `reasoning` comes first as `reasoning_content` (as vLLM's reasoning parsers and
+ * DeepSeek send it; its tokens count as completion tokens, outside max tokens); `toolCalls` makes a request that offers `tools` answer with those calls (content null,
  * finish_reason "tool_calls"; streamed as OpenAI does: a first chunk per call with its id and name,
  * then the arguments in pieces), unless its last message is a `tool` result, which gets the text
  * answer. completion_tokens counts the cl100k tokens of the reply, or of each call's name + arguments.
@@ -89,6 +90,8 @@ export interface FakeBehaviour {
   errorEventAfterChunks?: number;
   /** this text as the answer's content instead of the counted words (cut at max tokens) */
   reply?: string;
+  /** `reasoning_content` before the answer (the reply, or the counted words when no reply is set) */
+  reasoning?: string;
   /** answer a request that offers tools with these calls (unless its last message is a tool result) */
   toolCalls?: Array<{ name: string; arguments: string }>;
   /** answer with this status only the requests whose last message's content includes the text (one request of several) */
@@ -245,11 +248,12 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
   }
 
   /** the scripted text reply cut at the request's max, or null for the counted words */
-  function scriptedReply(body: any, b: FakeBehaviour): { pieces: string[]; max: number } | null {
-    if (b.reply === undefined) return null;
+  function scriptedReply(body: any, b: FakeBehaviour): { pieces: string[]; reasoning: string[]; max: number } | null {
+    if (b.reply === undefined && b.reasoning === undefined) return null;
     const max = Number(body?.max_completion_tokens ?? body?.max_tokens ?? Infinity);
-    const tokens = encoder.encode(b.reply);
-    return { pieces: tokens.slice(0, max).map((t) => encoder.decode([t])), max };
+    const tokens = encoder.encode(b.reply ?? replyText(Math.min(max, b.tokens ?? opts.tokens ?? 16)));
+    const reasoning = b.reasoning === undefined ? [] : encoder.encode(b.reasoning).map((t) => encoder.decode([t]));
+    return { pieces: tokens.slice(0, max).map((t) => encoder.decode([t])), reasoning, max };
   }
 
   /** the scripted tool calls, when this request should get them */
@@ -290,8 +294,11 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     if (scripted) {
       return {
         id: "chatcmpl-fake", object: "chat.completion", created: 1700000000, model: body.model,
-        choices: [{ index: 0, message: { role: "assistant", content: scripted.pieces.join(""), refusal: null }, logprobs: null, finish_reason: scripted.pieces.length === scripted.max ? "length" : "stop" }],
-        ...(b.omitUsage ? {} : { usage: usage(body, scripted.pieces.length) }),
+        choices: [{
+          index: 0, message: { role: "assistant", content: scripted.pieces.join(""), ...(b.reasoning !== undefined ? { reasoning_content: b.reasoning } : {}), refusal: null },
+          logprobs: null, finish_reason: scripted.pieces.length === scripted.max ? "length" : "stop",
+        }],
+        ...(b.omitUsage ? {} : { usage: usage(body, scripted.reasoning.length + scripted.pieces.length) }),
       };
     }
     const { n, max } = replyLength(body, b);
@@ -345,8 +352,8 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
             ...pieces.map((p) => ({ tool_calls: [{ index: i, function: { arguments: p } }] })),
           ];
         })
-        : scripted!.pieces.map((p, i) => (i === 0 ? { role: "assistant", content: p } : { content: p }));
-      const completion = calls ? calls.tokens : scripted!.pieces.length;
+        : [...scripted!.reasoning.map((p) => ({ reasoning_content: p })), ...scripted!.pieces.map((p) => ({ content: p }))].map((d, i) => (i === 0 ? { role: "assistant", ...d } : d));
+      const completion = calls ? calls.tokens : scripted!.reasoning.length + scripted!.pieces.length;
       for (let i = 0; i < deltas.length; i++) {
         if (i > 0 && !(await sleep(b.delayBetweenChunksMs))) return;
         write(chunk([{ index: 0, delta: deltas[i], logprobs: null, finish_reason: null }], calls ? 0 : i + 1));

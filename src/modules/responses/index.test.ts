@@ -244,6 +244,32 @@ describe("function calling", () => {
   });
 });
 
+describe("reasoning", () => {
+  test("an upstream's reasoning_content becomes a reasoning item before the message (streamed as reasoning_text events), billed, and not sent back", async () => {
+    const c = await t.newClient(1_000_000);
+    t.fake.behave({ reasoning: "Let me count.", tokens: 3 });
+    const r = await c.openai.responses.create({ model: "chat-a", input: "Count.", max_output_tokens: 10 });
+    expect(r.output.map((o) => o.type)).toEqual(["reasoning", "message"]);
+    expect(r.output[0]).toMatchObject({ summary: [], content: [{ type: "reasoning_text", text: "Let me count." }] });
+    expect(r.output_text).toBe(replyText(3));
+    const prompt = fakePromptTokens(last().body.messages);
+    expect(r.usage!.output_tokens).toBeGreaterThan(3); // the reasoning tokens are output tokens, as on OpenAI
+    expect(await c.lastUsage()).toMatchObject({ completion_tokens: r.usage!.output_tokens, cost: cost(prompt, r.usage!.output_tokens) });
+
+    const stream = c.openai.responses.stream({ model: "chat-a", input: "Count.", max_output_tokens: 10 });
+    let thought = "";
+    for await (const e of stream) if (e.type === "response.reasoning_text.delta") thought += e.delta;
+    const final = await stream.finalResponse();
+    expect(thought).toBe("Let me count.");
+    expect(final.output.map((o) => o.type)).toEqual(["reasoning", "message"]);
+    expect(final.output_text).toBe(replyText(3));
+    expect(final.usage!.output_tokens).toBe(r.usage!.output_tokens);
+
+    await c.openai.responses.create({ model: "chat-a", previous_response_id: r.id, input: "Go on." });
+    expect(last().body.messages).toEqual([{ role: "user", content: "Count." }, { role: "assistant", content: replyText(3) }, { role: "user", content: "Go on." }]);
+  });
+});
+
 describe("stored responses", () => {
   test("store: false keeps nothing; another account cannot read, delete or continue a response; delete works", async () => {
     const a = await t.newClient();
