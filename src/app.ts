@@ -21,6 +21,8 @@ import { consoleRoutes } from "./modules/console/index.ts";
 import { healthRoutes } from "./modules/health/index.ts";
 import { modelRoutes } from "./modules/models/index.ts";
 import { chatRoutes } from "./modules/chat/index.ts";
+import { completionsRoutes } from "./modules/completions/index.ts";
+import { responsesRoutes } from "./modules/responses/index.ts";
 import { embeddingsRoutes } from "./modules/embeddings/index.ts";
 import { videoRoutes } from "./modules/videos/index.ts";
 import { videoContentRoutes } from "./modules/videos/content.ts";
@@ -71,6 +73,8 @@ export function createApp(deps: AppDeps) {
     .use(consoleApiRoutes(deps))
     .use(consoleRoutes())
     .use(chatRoutes(deps))
+    .use(responsesRoutes(deps))
+    .use(completionsRoutes(deps))
     .use(embeddingsRoutes(deps))
     .use(videoRoutes(deps))
     .use(videoContentRoutes(deps))

@@ -26,6 +26,7 @@ import { createOps, type Ops } from "./ops/index.ts";
 import { videoBackgroundTasks } from "./modules/videos/index.ts";
 import { startupGate } from "./modules/health/startup-gate.ts";
 import { webhookBackgroundTasks } from "./modules/webhooks/index.ts";
+import { responsesBackgroundTasks } from "./modules/responses/index.ts";
 import { createJobWatcher } from "./modules/videos/job-watcher.ts";
 import { listen, type Listener } from "./listen.ts";
 import { warmTokenCounter } from "./text/tokens.ts";
@@ -139,7 +140,7 @@ export async function startServer(config: Config, opts: { logger?: Logger; liste
   const tasks: BackgroundTask[] = [every(config.holdSweepIntervalMs, async () => {
     const n = await sweepExpiredHolds(deps.database.db);
     if (n) logger.warn({ released: n }, "released expired holds of requests that never finished");
-  }, (e) => logger.error({ err: e }, "hold sweeper failed")), ...videoBackgroundTasks(deps), ...webhookBackgroundTasks(deps)];
+  }, (e) => logger.error({ err: e }, "hold sweeper failed")), ...videoBackgroundTasks(deps), ...webhookBackgroundTasks(deps), ...responsesBackgroundTasks(deps)];
   for (const t of tasks) t.start();
   deps.registry.preload(config.preloadModels);
   logger.info({ url: server?.url.href, database: deps.database.kind, models: deps.registry.list().map((m) => m.id), preload: config.preloadModels }, "reelay ready");

@@ -78,6 +78,10 @@ export interface Config {
   maxBodyBytes: number;
   maxImageBytes: number;
   videoRetentionMs: number;
+  /** POST /v1/responses keeps responses (OpenAI's default `store: true`); false: stateless, `store: true` and `previous_response_id` are refused */
+  responsesStore: boolean;
+  /** how long a stored response (and the conversation ending in it) is kept */
+  responsesRetentionMs: number;
   schedulerPollMs: number;
   schedulerLeaseMs: number;
   instanceId: string;
@@ -188,6 +192,8 @@ export function loadConfig(env: Env = process.env): Config {
     maxBodyBytes: int(env, "REELAY_MAX_BODY_BYTES", 16 * 1024 * 1024, 1024),
     maxImageBytes: int(env, "REELAY_MAX_IMAGE_BYTES", 10 * 1024 * 1024, 1024),
     videoRetentionMs: int(env, "REELAY_VIDEO_RETENTION_SECONDS", 1800, 1) * 1000,
+    responsesStore: bool(env, "REELAY_RESPONSES_STORE", true),
+    responsesRetentionMs: int(env, "REELAY_RESPONSES_RETENTION_SECONDS", 30 * 86_400, 1, 365 * 86_400) * 1000,
     schedulerPollMs: int(env, "REELAY_SCHEDULER_POLL_MS", 500, 10, 60_000),
     schedulerLeaseMs: int(env, "REELAY_SCHEDULER_LEASE_MS", 30_000, 1000, 3_600_000),
     instanceId: str(env, "REELAY_INSTANCE_ID") ?? `${process.pid}-${crypto.randomUUID().slice(0, 8)}`,

@@ -26,6 +26,7 @@ export async function listUsage(tx: Tx, accountId: string, page: Page) {
     object: "usage_record" as const,
     ref: r.ref,
     kind: r.kind,
+    route: r.route,
     model: r.model,
     prompt_tokens: r.promptTokens,
     completion_tokens: r.completionTokens,

@@ -23,6 +23,8 @@ export interface ChargeSpec {
   /** the request id: one charge per ref, ever */
   ref: string;
   kind: "chat" | "embeddings";
+  /** the API route the client called, recorded on the usage row ("/v1/responses") */
+  route?: string;
   model: string;
   plugin: string;
   pricing: ModelPricing;
@@ -83,7 +85,7 @@ export class Charge {
       promptTokens: usage?.promptTokens ?? null, completionTokens: usage?.completionTokens ?? null,
       deliveredTokens: o.deliveredTokens ?? null, reportedTokens: o.reportedTokens ?? null, tokenSource: o.tokenSource ?? null,
       status: o.status, disconnected: o.disconnected ?? false, latencyMs: Math.round(performance.now() - s.startedAt),
-      errorCode: o.errorCode ?? null, anomaly: o.anomaly ?? null,
+      errorCode: o.errorCode ?? null, anomaly: o.anomaly ?? null, route: s.route ?? null,
     };
     const reason = mode === "settle" ? `${s.kind} ${s.model}` : `${s.kind} ${s.model}: ${o.errorCode ?? "nothing produced"}`;
     this.deps.billing.settle(this.approval, { mode, actual, reason, usage: row });

@@ -84,6 +84,10 @@ test("serves the API and the offline docs UI, then stops gracefully on SIGTERM",
       streamed += chunk.choices[0]?.delta?.content ?? "";
     }
     expect(streamed).toBe(story.choices[0]!.message.content!);
+    // the Responses API over the same model, kept in the embedded PGlite (migration 0005) and read back
+    const resp = await openai.responses.create({ model: "stories260k", input: "Once upon a time", max_output_tokens: 12, temperature: 0 });
+    expect(resp.output_text).toBe(story.choices[0]!.message.content!);
+    expect((await openai.responses.retrieve(resp.id)).output_text).toBe(resp.output_text);
     expect(readdirSync(join(dir, "tmp")).filter((f) => f.startsWith("reelay-llama-") || f.startsWith("reelay-model-"))).toEqual([]);
     // local embeddings from the weights and WASM embedded in the binary
     const emb = await fetch(s.url + "/v1/embeddings", { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify({ model: "use-lite", input: ["How old are you?", "What is your age?"] }) });

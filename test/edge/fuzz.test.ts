@@ -81,6 +81,8 @@ function hostileValue(r: Rng): unknown {
 const BASES = {
   "/v1/chat/completions": () => ({ model: "chat-edge", messages: [{ role: "user", content: "hi" }], max_tokens: 8 }),
   "/v1/embeddings": () => ({ model: "use-lite", input: ["hello", "world"] }),
+  "/v1/responses": () => ({ model: "chat-edge", input: [{ role: "user", content: "hi" }], max_output_tokens: 8 }),
+  "/v1/completions": () => ({ model: "chat-edge", prompt: "hi", max_tokens: 8 }),
   "/v1/videos/generations": () => ({ model: "preview-motion", prompt: "zoom", image_url: "http://127.0.0.1/a.png", seconds: 2 }),
   "/admin/accounts": () => ({ name: "fz", amount: 0 }),
   "CREDITS": () => ({ amount: 5, reason: "fz" }),
@@ -90,6 +92,8 @@ const BASES = {
 const FIELDS: Record<string, string[]> = {
   "/v1/chat/completions": ["model", "messages", "stream", "max_tokens", "max_completion_tokens", "n", "stream_options", "user", "tools", "temperature"],
   "/v1/embeddings": ["model", "input", "encoding_format", "dimensions", "user"],
+  "/v1/responses": ["model", "input", "instructions", "stream", "max_output_tokens", "tools", "tool_choice", "text", "previous_response_id", "store", "temperature"],
+  "/v1/completions": ["model", "prompt", "max_tokens", "n", "stream", "stop", "suffix", "echo", "logprobs", "best_of"],
   "/v1/videos/generations": ["model", "prompt", "negative_prompt", "image", "image_url", "seconds", "size", "seed", "steps"],
   "/admin/accounts": ["name", "amount", "credits"],
   "CREDITS": ["amount", "reason", "ref"],
@@ -119,14 +123,14 @@ function makeRequest(r: Rng, i: number): FuzzRequest {
     const path = r.pick([
       `/v1/usage?limit=${q}`, `/v1/usage?before=${q}`, `/v1/videos/generations?limit=${q}&after=${q}`, `/v1/videos/generations/${q}`,
       `/v1/videos/generations/vid_${q}/cancel`, `/admin/accounts?limit=${q}&offset=${q}`, `/admin/accounts/${q}`, `/admin/accounts/${targetAccount}/ledger?before=${q}`,
-      `/admin/keys/${q}/revoke`, `/v1/models/${q}`, `/v1/account?x=${q}`,
+      `/admin/keys/${q}/revoke`, `/v1/models/${q}`, `/v1/account?x=${q}`, `/v1/responses/${q}`, `/v1/responses/resp_${q}/input_items?limit=${q}&after=${q}`,
     ]);
     const method = path.endsWith("/cancel") || path.endsWith("/revoke") ? "POST" : r.chance(0.05) ? r.pick(["PUT", "DELETE", "PATCH", "PROPFIND", "OPTIONS"]) : "GET";
     if (path.startsWith("/admin")) headers.authorization = `Bearer ${ADMIN_TOKEN}`;
     return { method, path, headers };
   }
 
-  const route = admin ? r.pick(["/admin/accounts", "CREDITS", "KEYS", "LIMITS"] as const) : r.pick(["/v1/chat/completions", "/v1/embeddings", "/v1/videos/generations"] as const);
+  const route = admin ? r.pick(["/admin/accounts", "CREDITS", "KEYS", "LIMITS"] as const) : r.pick(["/v1/chat/completions", "/v1/embeddings", "/v1/videos/generations", "/v1/responses", "/v1/completions"] as const);
   const path = route === "CREDITS" ? `/admin/accounts/${targetAccount}/${r.chance(0.5) ? "credits" : "adjustments"}` : route === "KEYS" ? `/admin/accounts/${targetAccount}/keys` : route === "LIMITS" ? `/admin/accounts/${targetAccount}/limits` : route;
   const method = route === "LIMITS" ? "PATCH" : "POST";
   if (!path.startsWith("/admin")) headers.authorization = headers.authorization.startsWith(`Bearer ${ADMIN_TOKEN}`) ? `Bearer ${poorKey}` : headers.authorization;

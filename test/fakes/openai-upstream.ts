@@ -34,6 +34,14 @@
  * and a last chunk `{choices: [], usage}` precedes `data: [DONE]`. Like vLLM, when also
  * `stream_options.continuous_usage_stats` is true every chunk carries the running usage.
  *
+ * Scripted answers (for clients that need a particular reply): `reply` is sent as the content
+ * instead of the counted words (cut at max tokens, finish_reason "length"; streamed one cl100k token
+ * per chunk); `reasoning` comes first as `reasoning_content` (as vLLM's reasoning parsers and
+ * DeepSeek send it; its tokens count as completion tokens, outside max tokens); `toolCalls` makes a request that offers `tools` answer with those calls (content null,
+ * finish_reason "tool_calls"; streamed as OpenAI does: a first chunk per call with its id and name,
+ * then the arguments in pieces), unless its last message is a `tool` result, which gets the text
+ * answer. completion_tokens counts the cl100k tokens of the reply, or of each call's name + arguments.
+ *
  * Embeddings are deterministic unit vectors seeded from a hash of (model, input); length
  * `body.dimensions ?? opts.dimensions ?? 8`; `encoding_format: "base64"` gives little-endian
  * float32 bytes in base64, like OpenAI.
@@ -80,6 +88,14 @@ export interface FakeBehaviour {
   eventBytes?: number;
   /** streaming: after this many content chunks send an OpenAI-style error event and end the response */
   errorEventAfterChunks?: number;
+  /** this text as the answer's content instead of the counted words (cut at max tokens) */
+  reply?: string;
+  /** `reasoning_content` before the answer (the reply, or the counted words when no reply is set) */
+  reasoning?: string;
+  /** answer a request that offers tools with these calls (unless its last message is a tool result) */
+  toolCalls?: Array<{ name: string; arguments: string }>;
+  /** answer with this status only the requests whose last message's content includes the text (one request of several) */
+  failWhen?: { lastMessageIncludes: string; status: number };
 }
 
 export interface RecordedRequest {
@@ -202,6 +218,8 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     if (b.hang) return; // nothing is ever written; "close" records the client giving up
     if (b.delayHeadersMs) await Bun.sleep(b.delayHeadersMs);
     const echo = b.echoAuthorization ? ` (request had Authorization: ${headers["authorization"] ?? "none"})` : "";
+    const last = Array.isArray(body?.messages) ? body.messages.at(-1) : undefined;
+    if (b.failWhen && typeof last?.content === "string" && last.content.includes(b.failWhen.lastMessageIncludes)) b = { ...b, status: b.failWhen.status };
     if (b.status && b.status >= 400) {
       return send(b.status, errorBody((b.errorMessage ?? `fake upstream error ${b.status}`) + echo,
         b.errorType ?? (b.status >= 500 ? "server_error" : "invalid_request_error"), b.errorCode ?? null));
@@ -229,6 +247,24 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     return { ...defaultBehaviour, ...byModel, ...fromHeader };
   }
 
+  /** the scripted text reply cut at the request's max, or null for the counted words */
+  function scriptedReply(body: any, b: FakeBehaviour): { pieces: string[]; reasoning: string[]; max: number } | null {
+    if (b.reply === undefined && b.reasoning === undefined) return null;
+    const max = Number(body?.max_completion_tokens ?? body?.max_tokens ?? Infinity);
+    const tokens = encoder.encode(b.reply ?? replyText(Math.min(max, b.tokens ?? opts.tokens ?? 16)));
+    const reasoning = b.reasoning === undefined ? [] : encoder.encode(b.reasoning).map((t) => encoder.decode([t]));
+    return { pieces: tokens.slice(0, max).map((t) => encoder.decode([t])), reasoning, max };
+  }
+
+  /** the scripted tool calls, when this request should get them */
+  function scriptedCalls(body: any, b: FakeBehaviour) {
+    const offered = Array.isArray(body?.tools) && body.tools.length > 0;
+    const afterResult = Array.isArray(body?.messages) && body.messages.at(-1)?.role === "tool";
+    if (!b.toolCalls?.length || !offered || afterResult) return null;
+    const calls = b.toolCalls.map((c, i) => ({ id: `call_fake${i}`, type: "function", function: { name: c.name, arguments: c.arguments } }));
+    return { calls, tokens: b.toolCalls.reduce((n, c) => n + encoder.encode(c.name + c.arguments).length, 0) };
+  }
+
   function replyLength(body: any, b: FakeBehaviour): { n: number; max: number } {
     const max = Number(body?.max_completion_tokens ?? body?.max_tokens ?? 16);
     return { n: Math.max(0, Math.min(max, b.tokens ?? opts.tokens ?? 16)), max };
@@ -246,6 +282,25 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
   }
 
   function chatCompletion(body: any, b: FakeBehaviour) {
+    const calls = scriptedCalls(body, b);
+    if (calls) {
+      return {
+        id: "chatcmpl-fake", object: "chat.completion", created: 1700000000, model: body.model,
+        choices: [{ index: 0, message: { role: "assistant", content: null, tool_calls: calls.calls, refusal: null }, logprobs: null, finish_reason: "tool_calls" }],
+        ...(b.omitUsage ? {} : { usage: usage(body, calls.tokens) }),
+      };
+    }
+    const scripted = scriptedReply(body, b);
+    if (scripted) {
+      return {
+        id: "chatcmpl-fake", object: "chat.completion", created: 1700000000, model: body.model,
+        choices: [{
+          index: 0, message: { role: "assistant", content: scripted.pieces.join(""), ...(b.reasoning !== undefined ? { reasoning_content: b.reasoning } : {}), refusal: null },
+          logprobs: null, finish_reason: scripted.pieces.length === scripted.max ? "length" : "stop",
+        }],
+        ...(b.omitUsage ? {} : { usage: usage(body, scripted.reasoning.length + scripted.pieces.length) }),
+      };
+    }
     const { n, max } = replyLength(body, b);
     return {
       id: "chatcmpl-fake", object: "chat.completion", created: 1700000000, model: body.model,
@@ -284,6 +339,34 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
     res.flushHeaders();
     if (!(await sleep(b.delayFirstChunkMs))) return;
+    const calls = scriptedCalls(body, b);
+    const scripted = calls ? null : scriptedReply(body, b);
+    if (calls || scripted) {
+      const deltas: Array<Record<string, unknown>> = calls
+        ? calls.calls.flatMap((c, i) => {
+          const args = c.function.arguments;
+          const third = Math.ceil(args.length / 3) || 1;
+          const pieces = [args.slice(0, third), args.slice(third, 2 * third), args.slice(2 * third)].filter((p) => p !== "");
+          return [
+            { ...(i === 0 ? { role: "assistant", content: null } : {}), tool_calls: [{ index: i, id: c.id, type: "function", function: { name: c.function.name, arguments: "" } }] },
+            ...pieces.map((p) => ({ tool_calls: [{ index: i, function: { arguments: p } }] })),
+          ];
+        })
+        : [...scripted!.reasoning.map((p) => ({ reasoning_content: p })), ...scripted!.pieces.map((p) => ({ content: p }))].map((d, i) => (i === 0 ? { role: "assistant", ...d } : d));
+      const completion = calls ? calls.tokens : scripted!.reasoning.length + scripted!.pieces.length;
+      for (let i = 0; i < deltas.length; i++) {
+        if (i > 0 && !(await sleep(b.delayBetweenChunksMs))) return;
+        write(chunk([{ index: 0, delta: deltas[i], logprobs: null, finish_reason: null }], calls ? 0 : i + 1));
+      }
+      if (!(await sleep(b.delayBetweenChunksMs))) return;
+      const finish = calls ? "tool_calls" : scripted!.pieces.length === scripted!.max ? "length" : "stop";
+      write(chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: finish }], completion));
+      if (includeUsage) write(JSON.stringify({ ...base, choices: [], usage: usage(body, completion) }));
+      write("[DONE]");
+      rec.completed = true;
+      res.end();
+      return;
+    }
     for (let i = 0; i < n; i++) {
       if (i > 0 && !(await sleep(b.delayBetweenChunksMs))) return;
       const word = REPLY_WORDS[i % REPLY_WORDS.length];

@@ -5,3 +5,4 @@ export * from "./usage.ts";
 export * from "./video-jobs.ts";
 export * from "./usage-rollups.ts";
 export * from "./webhooks.ts";
+export * from "./responses.ts";

@@ -12,6 +12,8 @@ export const usageRecords = pgTable(
     /** request id ("req_…") or video job id ("vid_…") */
     ref: text("ref").notNull(),
     kind: text("kind", { enum: ["chat", "embeddings", "video"] }).notNull(),
+    /** the API route the client called ("/v1/chat/completions", "/v1/responses", "/v1/completions", "/v1/embeddings"); null for video jobs */
+    route: text("route"),
     model: text("model").notNull(),
     promptTokens: integer("prompt_tokens"),
     completionTokens: integer("completion_tokens"),

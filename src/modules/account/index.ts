@@ -10,6 +10,7 @@ export const UsageRecord = t.Object({
   object: t.Literal("usage_record"),
   ref: t.String(),
   kind: t.String(),
+  route: t.Nullable(t.String({ description: "the API route called: /v1/chat/completions, /v1/responses, /v1/completions, /v1/embeddings (null for video jobs)" })),
   model: t.String(),
   prompt_tokens: t.Nullable(t.Integer()),
   completion_tokens: t.Nullable(t.Integer()),

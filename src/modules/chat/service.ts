@@ -38,6 +38,8 @@ export interface ChatCall {
   signal: AbortSignal;
   startedAt: number;
   note(facts: RequestFacts): void;
+  /** the route the client called, for its usage row (default /v1/chat/completions; /v1/responses and /v1/completions run through here too) */
+  route?: string;
 }
 
 export interface PreparedChat {
@@ -107,7 +109,7 @@ export async function prepareChat(deps: AppDeps, call: ChatCall): Promise<Prepar
   // an absurd `n` or max_tokens makes an absurd worst case: a 402, not an arithmetic error
   const worstCase = Math.min(Number.MAX_SAFE_INTEGER, priceOf(model.pricing, { promptTokens: promptEstimate, completionTokens: output.maxOutput * choices }));
   const charge = await openCharge(deps, {
-    accountId: call.principal.accountId, keyId: call.principal.keyId, ref: call.requestId, kind: "chat",
+    accountId: call.principal.accountId, keyId: call.principal.keyId, ref: call.requestId, kind: "chat", route: call.route ?? "/v1/chat/completions",
     model: model.id, plugin: model.plugin, pricing: model.pricing, worstCase, startedAt: call.startedAt,
     reason: `chat ${model.id}: hold for ${promptEstimate} prompt + ${output.maxOutput * choices} output tokens`,
   });
@@ -164,7 +166,7 @@ export async function completeChat(deps: AppDeps, call: ChatCall): Promise<Respo
 }
 
 /** All generated text of a completion object: message content and tool-call arguments of every choice. */
-function completionText(completion: any): string {
+export function completionText(completion: any): string {
   let text = "";
   for (const c of Array.isArray(completion?.choices) ? completion.choices : []) {
     const m = c?.message;

@@ -54,7 +54,7 @@ export async function createEmbeddings(
   const headers = await deps.tokenBudget.consume(principal, estimate);
   const started = performance.now();
   const charge = await openCharge(deps, {
-    accountId: principal.accountId, keyId: principal.keyId, ref: opts.ref, kind: "embeddings", model: model.id, plugin: model.plugin,
+    accountId: principal.accountId, keyId: principal.keyId, ref: opts.ref, kind: "embeddings", route: "/v1/embeddings", model: model.id, plugin: model.plugin,
     pricing: model.pricing, worstCase: priceOf(model.pricing, { promptTokens: estimate }), reason: `embeddings ${model.id}: hold for ${estimate} tokens`, startedAt: started,
   });
 

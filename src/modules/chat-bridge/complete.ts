@@ -1,0 +1,81 @@
+/**
+ * Other wire formats over the chat pipeline, non-streamed: POST /v1/responses and /v1/completions
+ * turn their request into one or more chat calls and run them through the chat module's own steps
+ * (prepareChat: model, token budget, credit hold; finishChat: usage checks, settlement, usage row).
+ * Only the request and response shapes differ from POST /v1/chat/completions; the money is the same.
+ *
+ * Several calls (a legacy `prompt` array) are approved first and then run together. If any of them
+ * fails, the client gets that error and none of them is charged: a client pays for what it receives,
+ * and it receives nothing. (OpenAI's batch answer has no shape for "some of your prompts failed".)
+ */
+import type { ApiError } from "../../errors.ts";
+import type { AppDeps } from "../../deps.ts";
+import type { TokenUsage } from "../../plugin-sdk/index.ts";
+import { countTextTokens } from "../../text/tokens.ts";
+import { completionText, failChat, finishChat, prepareChat, type ChatCall, type PreparedChat } from "../chat/service.ts";
+
+/** What a request was charged for (credible counts; micro-dollars). */
+export interface BilledChat {
+  promptTokens: number;
+  completionTokens: number;
+  cost: number;
+}
+
+export interface ChatResult {
+  /** the plugin's chat.completion object, `model` set to reelay's model id */
+  completion: any;
+  billed: BilledChat;
+  /** the upstream's own usage object as received (cached / reasoning token details), if any */
+  upstreamUsage: Record<string, any> | undefined;
+}
+
+/** Nothing was produced (or delivered) for this call: give its hold back and record why. */
+function release(call: ChatCall, p: PreparedChat, status: number, errorCode: string | null) {
+  finishChat(call, p, {
+    status, charge: false, reported: { prompt: undefined, completion: undefined }, local: { prompt: 0, completion: 0 },
+    deliveredTokens: 0, disconnected: call.signal.aborted, errorCode,
+  });
+}
+
+/** Run `calls` (one per prompt) as chat completions; returns results in order and the token-budget headers. */
+export async function completeViaChat(deps: AppDeps, calls: ChatCall[]): Promise<{ results: ChatResult[]; headers: Record<string, string> }> {
+  const prepared: PreparedChat[] = [];
+  try {
+    for (const call of calls) prepared.push(await prepareChat(deps, call));
+  } catch (err) {
+    const e = err as Partial<ApiError>;
+    prepared.forEach((p, i) => release(calls[i]!, p, e.status ?? 500, e.code ?? "not_started"));
+    throw err;
+  }
+  const settled = await Promise.allSettled(prepared.map((p, i) => p.chat.complete(p.forwarded, { signal: calls[i]!.signal })));
+  if (settled.some((s) => s.status === "rejected")) {
+    let first: ApiError | undefined;
+    settled.forEach((s, i) => {
+      const call = calls[i]!;
+      const p = prepared[i]!;
+      if (s.status === "rejected") first ??= failChat(deps, call, p, s.reason, call.signal.aborted);
+    });
+    settled.forEach((s, i) => {
+      if (s.status === "fulfilled") release(calls[i]!, prepared[i]!, first!.status, "batch_failed");
+    });
+    throw first!;
+  }
+  const results = settled.map((s, i) => {
+    const call = calls[i]!;
+    const p = prepared[i]!;
+    const { completion, usage } = (s as PromiseFulfilledResult<{ completion: any; usage?: TokenUsage }>).value;
+    deps.telemetry.upstream({ plugin: p.model.plugin, model: p.model.id, ms: performance.now() - call.startedAt, outcome: "ok" });
+    const u = usage as { prompt_tokens?: unknown; completion_tokens?: unknown } | undefined;
+    let counted: number | null = null;
+    const billed = finishChat(call, p, {
+      status: 200, charge: true,
+      reported: { prompt: u?.prompt_tokens, completion: u?.completion_tokens },
+      local: { prompt: p.promptEstimate, completion: () => (counted ??= countTextTokens(completionText(completion))) },
+      deliveredTokens: null, disconnected: false, errorCode: null,
+    });
+    if (completion && typeof completion === "object") completion.model = p.model.id;
+    const upstreamUsage = (completion?.usage ?? usage) as Record<string, any> | undefined;
+    return { completion, billed: { promptTokens: billed.promptTokens, completionTokens: billed.completionTokens, cost: billed.cost }, upstreamUsage };
+  });
+  return { results, headers: prepared.at(-1)!.headers };
+}

@@ -1,0 +1,109 @@
+/**
+ * Other wire formats over the chat pipeline, streamed: the chat module's own stream
+ * (relay-stream.ts: hold, upstream call, delivery count, disconnect → upstream aborted and prompt +
+ * delivered tokens charged) is read event by event and each event is rewritten into the client's
+ * format before it is sent. Both streams are pull-based with highWaterMark 0, so an upstream chunk
+ * is read only when the client side asks for more: what the chat relay counts as delivered is what
+ * was handed to this client's socket, exactly as for /v1/chat/completions. A client that goes away
+ * cancels this stream, which cancels the chat stream, which aborts the upstream request.
+ *
+ * The chat stream reports the billed usage through `call.note` before it sends its last event
+ * (`[DONE]`, or the error event of a stream that broke), so the closing events carry the counts the
+ * account was actually charged.
+ */
+import { createParser, type EventSourceMessage } from "eventsource-parser";
+import type { AppDeps } from "../../deps.ts";
+import { streamChat } from "../chat/relay-stream.ts";
+import type { ChatCall } from "../chat/service.ts";
+import type { BilledChat } from "./complete.ts";
+
+/** The OpenAI error envelope's inner object, as the chat stream sends it mid-stream. */
+export interface StreamError {
+  message: string;
+  type: string;
+  param: string | null;
+  code: string | null;
+}
+
+export interface ChatStreamRewriter {
+  /** the SSE text to send for one chat.completion.chunk (may be "" when it carries nothing to show) */
+  chunk(json: any): string;
+  /** the chat stream ended normally: closing events, with what was billed */
+  done(billed: BilledChat): Promise<string> | string;
+  /** the chat stream broke after it started: the client's error events */
+  failed(error: StreamError, billed: BilledChat): Promise<string> | string;
+}
+
+const encoder = new TextEncoder();
+
+export async function streamViaChat(deps: AppDeps, call: ChatCall, rewriter: ChatStreamRewriter): Promise<Response> {
+  const billed: BilledChat = { promptTokens: 0, completionTokens: 0, cost: 0 };
+  const chat = await streamChat(deps, {
+    ...call,
+    note(facts) {
+      call.note(facts);
+      if (facts.promptTokens !== undefined) billed.promptTokens = facts.promptTokens;
+      if (facts.completionTokens !== undefined) billed.completionTokens = facts.completionTokens;
+      if (facts.cost !== undefined) billed.cost = facts.cost;
+    },
+  });
+  const reader = chat.body!.getReader();
+  const decoder = new TextDecoder();
+  const events: EventSourceMessage[] = [];
+  const parser = createParser({ onEvent: (e) => events.push(e) });
+
+  // An error event is held until the chat stream ends: an upstream's own error event is relayed as
+  // a chunk and followed by the relay's error event, sent after the request was billed.
+  let pendingError: StreamError | null = null;
+  const rewrite = async (e: EventSourceMessage): Promise<string> => {
+    if (e.data === "[DONE]") {
+      const error = pendingError;
+      pendingError = null;
+      return error ? rewriter.failed(error, billed) : rewriter.done(billed);
+    }
+    const json = JSON.parse(e.data); // the chat relay sends only JSON it parsed itself
+    if (json?.error && !Array.isArray(json.choices)) {
+      pendingError = json.error as StreamError;
+      return "";
+    }
+    return rewriter.chunk(json);
+  };
+
+  let cancelled = false;
+  const body = new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        try {
+          for (;;) {
+            const r = await reader.read();
+            if (cancelled) return; // the client went away while the chat stream was read: nothing more to send
+            if (r.done) {
+              // the chat stream ended: after [DONE], after its error event, or because the client left (cancelled above)
+              const error = pendingError;
+              pendingError = null;
+              const tail = error ? await rewriter.failed(error, billed) : "";
+              if (tail) controller.enqueue(encoder.encode(tail));
+              return controller.close();
+            }
+            parser.feed(decoder.decode(r.value, { stream: true }));
+            let out = "";
+            for (const e of events.splice(0)) out += await rewrite(e);
+            if (out) return controller.enqueue(encoder.encode(out));
+          }
+        } catch (err) {
+          if (cancelled) return;
+          // a bug in a rewriter: stop the chat stream too (its upstream is aborted, delivered tokens billed)
+          deps.logger.error({ err, requestId: call.requestId }, "stream rewrite failed");
+          await reader.cancel(err).catch(() => {});
+          controller.error(err);
+        }
+      },
+      cancel: (reason) => {
+        cancelled = true;
+        return reader.cancel(reason);
+      },
+    },
+    { highWaterMark: 0 },
+  );
+  return new Response(body, { headers: chat.headers });
+}

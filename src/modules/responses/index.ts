@@ -1,0 +1,84 @@
+import { TypeCompiler } from "@sinclair/typebox/compiler";
+import { Elysia, t, ValidationError } from "elysia";
+import { every, type BackgroundTask } from "../../background.ts";
+import type { AppDeps } from "../../deps.ts";
+import { badRequest } from "../../errors.ts";
+import { authErrors, ErrorEnvelope } from "../../http/schemas.ts";
+import { requireKey } from "../../http/require-key.ts";
+import { InputItemsQuery, ResponseIdParams, ResponseObject, ResponsesRequest } from "./model.ts";
+import { createResponse, listInputItems, readResponse, removeResponse } from "./service.ts";
+import { sweepExpiredResponses } from "./store.ts";
+
+/** Checked before Elysia's own step, which "repairs" some invalid bodies instead of rejecting them (see chat/index.ts). */
+const strictBody = TypeCompiler.Compile(ResponsesRequest);
+
+const STORAGE =
+  "Responses are kept (unless `store: false`) for REELAY_RESPONSES_RETENTION_SECONDS (default 30 days; continuing a conversation renews it), " +
+  "readable only by keys of the same account; the operator can turn storage off (REELAY_RESPONSES_STORE=off: `store: true`, `previous_response_id` and `item_reference` are then a 400).";
+
+/** OpenAI's Responses API over every chat model, billed like chat. */
+export const responsesRoutes = (deps: AppDeps) =>
+  new Elysia({ prefix: "/v1", tags: ["chat"] })
+    .use(requireKey(deps))
+    .post(
+      "/responses",
+      ({ body, principal, request, set }) =>
+        createResponse(deps, {
+          principal, body, requestId: String(set.headers["x-request-id"]), signal: request.signal, startedAt: performance.now(),
+          note: (facts) => deps.requestLog.note(request, facts),
+        }),
+      {
+        body: ResponsesRequest,
+        transform: ({ body }) => {
+          if (!strictBody.Check(body)) throw new ValidationError("body", strictBody, body);
+        },
+        detail: {
+          summary: "Create a response",
+          description:
+            "OpenAI's Responses API, served by any chat model (pass-through or local): the request is translated into a chat completion " +
+            "(`instructions` → system message, input items → messages, function tools → tools, `text.format` → `response_format`, `max_output_tokens` → `max_tokens`, clamped) " +
+            "and billed exactly like POST /v1/chat/completions (worst case held, usage settled; a stream cut by the client pays prompt + delivered tokens). " +
+            "Refused with a 400 naming the field: tools OpenAI runs itself, `background: true`, `conversation`, `prompt`, `truncation: auto`, file inputs. " +
+            STORAGE,
+          security: [{ bearer: [] }],
+        },
+        response: { 200: ResponseObject, 400: ErrorEnvelope, 402: ErrorEnvelope, 404: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope, 504: ErrorEnvelope, ...authErrors },
+      },
+    )
+    .get(
+      "/responses/:id",
+      ({ params, principal, query }) => {
+        if (query.stream === true) throw badRequest("'stream': a stored response cannot be replayed as events; read it without stream.", "stream", "unsupported_parameter");
+        return readResponse(deps, principal, params.id);
+      },
+      {
+        params: ResponseIdParams,
+        query: t.Object({ stream: t.Optional(t.Boolean()) }, { additionalProperties: true }),
+        detail: { summary: "Retrieve a response", description: `A stored response, as POST /v1/responses returned it (404 for an unknown, deleted, expired or another account's response). ${STORAGE}`, security: [{ bearer: [] }] },
+        response: { 200: ResponseObject, 400: ErrorEnvelope, 404: ErrorEnvelope, ...authErrors },
+      },
+    )
+    .delete("/responses/:id", ({ params, principal }) => removeResponse(deps, principal, params.id), {
+      params: ResponseIdParams,
+      detail: { summary: "Delete a response", description: "Deletes a stored response. A conversation that continued it can no longer be continued past it (400 `previous_response_not_found`).", security: [{ bearer: [] }] },
+      response: { 200: t.Object({ id: t.String(), object: t.Literal("response"), deleted: t.Literal(true) }), 404: ErrorEnvelope, ...authErrors },
+    })
+    .get("/responses/:id/input_items", ({ params, principal, query }) => listInputItems(deps, principal, params.id, query), {
+      params: ResponseIdParams,
+      query: InputItemsQuery,
+      detail: { summary: "List a response's input items", description: "The input items of a stored response (its own request's, item references resolved), newest first unless `order=asc`.", security: [{ bearer: [] }] },
+      response: {
+        200: t.Object({ object: t.Literal("list"), data: t.Array(t.Object({}, { additionalProperties: true })), first_id: t.Nullable(t.String()), last_id: t.Nullable(t.String()), has_more: t.Boolean() }),
+        400: ErrorEnvelope, 404: ErrorEnvelope, ...authErrors,
+      },
+    });
+
+/**
+ * Retention: expired responses are already invisible (every read checks expires_at); the sweeper
+ * gives their space back, once a minute, 500 rows per statement until none is left.
+ */
+export const responsesBackgroundTasks = (deps: AppDeps): BackgroundTask[] => [
+  every(60_000, async () => {
+    while ((await sweepExpiredResponses(deps.database.db, 500)) === 500);
+  }, (err) => deps.logger.error({ err }, "responses sweeper failed")),
+];

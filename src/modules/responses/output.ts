@@ -1,0 +1,124 @@
+/**
+ * Chat answers as Responses API objects: a chat.completion's message becomes output items
+ * (`reasoning` for reasoning_content, `message` with `output_text`, one `function_call` per tool
+ * call, in that order), finish_reason `length` becomes status `incomplete` with
+ * `incomplete_details.reason: "max_output_tokens"`, and `usage` is what the request was billed for.
+ */
+import type { BilledChat } from "../chat-bridge/complete.ts";
+import { itemId } from "./ids.ts";
+import type { ResponsesRequest } from "./model.ts";
+
+export interface ResponseContext {
+  id: string;
+  stem: string;
+  /** unix seconds */
+  createdAt: number;
+  /** reelay's model id */
+  model: string;
+  body: ResponsesRequest & Record<string, unknown>;
+  store: boolean;
+}
+
+export type Status = "in_progress" | "completed" | "incomplete" | "failed";
+export type OutputItem = Record<string, any> & { id: string; type: string };
+
+const encoder = new TextEncoder();
+
+/** The response object around `output` (the same fields in every event and in GET /v1/responses/{id}). */
+export function responseObject(ctx: ResponseContext, status: Status, output: OutputItem[], extra: { usage?: object | null; incomplete?: string | null; error?: { code: string | null; message: string } | null } = {}) {
+  const b = ctx.body;
+  return {
+    id: ctx.id,
+    object: "response" as const,
+    created_at: ctx.createdAt,
+    status,
+    background: false,
+    error: extra.error ?? null,
+    incomplete_details: extra.incomplete ? { reason: extra.incomplete } : null,
+    instructions: b.instructions ?? null,
+    max_output_tokens: b.max_output_tokens ?? null,
+    max_tool_calls: (b.max_tool_calls as number | undefined) ?? null,
+    model: ctx.model,
+    output,
+    output_text: outputText(output),
+    parallel_tool_calls: b.parallel_tool_calls ?? true,
+    previous_response_id: b.previous_response_id ?? null,
+    reasoning: { effort: b.reasoning?.effort ?? null, summary: null },
+    service_tier: (b.service_tier as string | undefined) ?? null,
+    store: ctx.store,
+    temperature: b.temperature ?? null,
+    text: { format: b.text?.format ?? { type: "text" } },
+    tool_choice: b.tool_choice ?? "auto",
+    tools: b.tools ?? [],
+    top_logprobs: b.top_logprobs ?? null,
+    top_p: b.top_p ?? null,
+    truncation: "disabled",
+    usage: extra.usage ?? null,
+    user: (b.user as string | undefined) ?? null,
+    metadata: b.metadata ?? {},
+  };
+}
+export type ResponseBody = ReturnType<typeof responseObject>;
+
+export function outputText(output: OutputItem[]): string {
+  let text = "";
+  for (const item of output) if (item.type === "message") for (const part of item.content ?? []) if (part.type === "output_text") text += part.text;
+  return text;
+}
+
+/** Responses usage: billed counts, with the upstream's cached / reasoning details when it sent them. */
+export function usageOf(billed: BilledChat, upstream: Record<string, any> | undefined) {
+  const cached = upstream?.prompt_tokens_details?.cached_tokens;
+  const reasoning = upstream?.completion_tokens_details?.reasoning_tokens;
+  const int = (v: unknown, max: number) => (Number.isSafeInteger(v) && (v as number) >= 0 ? Math.min(v as number, max) : 0);
+  return {
+    input_tokens: billed.promptTokens,
+    input_tokens_details: { cached_tokens: int(cached, billed.promptTokens) },
+    output_tokens: billed.completionTokens,
+    output_tokens_details: { reasoning_tokens: int(reasoning, billed.completionTokens) },
+    total_tokens: billed.promptTokens + billed.completionTokens,
+  };
+}
+
+/** finish_reason → why the response is incomplete (null: it is complete) */
+export function incompleteReason(finish: unknown): string | null {
+  if (finish === "length") return "max_output_tokens";
+  if (finish === "content_filter") return "content_filter";
+  return null;
+}
+
+/** Chat token log probabilities in the Responses shape (which requires `bytes`). */
+export function logprobsOf(chat: unknown): unknown[] {
+  const withBytes = (l: any) => ({ token: String(l?.token ?? ""), logprob: Number(l?.logprob ?? 0), bytes: Array.isArray(l?.bytes) ? l.bytes : Array.from(encoder.encode(String(l?.token ?? ""))) });
+  const content = (chat as { content?: unknown } | null | undefined)?.content;
+  return Array.isArray(content) ? content.map((l) => ({ ...withBytes(l), top_logprobs: Array.isArray(l?.top_logprobs) ? l.top_logprobs.map(withBytes) : [] })) : [];
+}
+
+/** The output items of a (non-streamed) chat.completion's first choice. */
+export function outputFromCompletion(ctx: ResponseContext, completion: any): { output: OutputItem[]; incomplete: string | null } {
+  const choice = Array.isArray(completion?.choices) ? completion.choices[0] : undefined;
+  const message = choice?.message ?? {};
+  const incomplete = incompleteReason(choice?.finish_reason);
+  const output: OutputItem[] = [];
+  const next = (prefix: "msg" | "fc" | "rs") => itemId(prefix, ctx.stem, "o", output.length);
+  if (typeof message.reasoning_content === "string" && message.reasoning_content !== "") {
+    output.push({ id: next("rs"), type: "reasoning", summary: [], content: [{ type: "reasoning_text", text: message.reasoning_content }] });
+  }
+  const toolCalls: any[] = Array.isArray(message.tool_calls) ? message.tool_calls : [];
+  const text = typeof message.content === "string" ? message.content : "";
+  const refusal = typeof message.refusal === "string" && message.refusal !== "" ? message.refusal : null;
+  if (text !== "" || refusal !== null || toolCalls.length === 0) {
+    const content: Record<string, unknown>[] = [];
+    if (text !== "" || refusal === null) content.push({ type: "output_text", text, annotations: [], logprobs: logprobsOf(choice?.logprobs) });
+    if (refusal !== null) content.push({ type: "refusal", refusal });
+    output.push({ id: next("msg"), type: "message", status: incomplete ? "incomplete" : "completed", role: "assistant", content });
+  }
+  for (const tc of toolCalls) {
+    const index = output.length;
+    output.push({
+      id: next("fc"), type: "function_call", status: "completed", call_id: typeof tc?.id === "string" && tc.id ? tc.id : `call_${ctx.stem}${index}`,
+      name: String(tc?.function?.name ?? ""), arguments: typeof tc?.function?.arguments === "string" ? tc.function.arguments : "",
+    });
+  }
+  return { output, incomplete };
+}
