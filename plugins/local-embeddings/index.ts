@@ -34,17 +34,17 @@ const BUCKETS = [16, 32, 64, MODEL_MAX_TOKENS];
 
 function create(ctx: PluginContext): ModelInstance {
   const options = parseOptions(ctx.options);
-  // the tokenizer runs on this thread (token counts for holds, ids for the workers); its
-  // vocabulary is 0.2 MB of JSON, read on first use
-  let loadedTokenizer: SentencePieceTokenizer | undefined;
-  const tokenizer = () => (loadedTokenizer ??= new SentencePieceTokenizer(loadVocabularySync(options.modelDir)));
+  // the tokenizer runs on this thread (token counts for holds, ids for the workers); its trie is
+  // built in slices, as part of `load` (the host waits for the model before counting)
+  let building: Promise<SentencePieceTokenizer> | undefined;
+  const tokenizer = () => (building ??= SentencePieceTokenizer.build(loadVocabularySync(options.modelDir)));
   // countTokens runs right before embed on the same array (the host counts for the hold first):
-  // keep its ids so a request is tokenized once
-  const counted = new WeakMap<string[], Promise<number[][]>>();
-  const idsOf = (inputs: string[]) => {
-    let ids = counted.get(inputs);
-    if (!ids) counted.set(inputs, (ids = tokenizeSliced(inputs, tokenizer)));
-    return ids;
+  // keep what it found so a request is tokenized once
+  const counted = new WeakMap<string[], Promise<Tokenized[]>>();
+  const tokenize = (inputs: string[]) => {
+    let t = counted.get(inputs);
+    if (!t) counted.set(inputs, (t = tokenizer().then((tk) => tokenizeSliced(inputs, tk))));
+    return t;
   };
   let loaded: { engine: Engine; batcher: MicroBatcher<number[], Float32Array> } | undefined;
   const meter = new ThroughputMeter();
@@ -52,17 +52,20 @@ function create(ctx: PluginContext): ModelInstance {
   const embeddings: EmbeddingsCapability = {
     supportsDimensions: false,
     maxInputs: 2048,
-    countTokens: async (inputs) => (await idsOf(inputs)).map((ids) => ids.length),
+    // no text longer than this can be within the 8,192-token limit (a token covers at most 16
+    // code points, a code point at most 2 UTF-16 units): refused before any tokenizing
+    maxInputChars: MAX_INPUT_TOKENS * LONGEST_PIECE * 2,
+    countTokens: async (inputs) => (await tokenize(inputs)).map((t) => t.count),
     async embed(req, { signal }) {
       if (!loaded) throw new Error("local-embeddings: embed before load");
-      const tokenized = await idsOf(req.inputs);
-      const empty = tokenized.findIndex((ids) => ids.length === 0);
+      const tokenized = await tokenize(req.inputs);
+      const empty = tokenized.findIndex((t) => t.count === 0);
       if (empty >= 0) {
         throw new PluginError("invalid_request", `input[${empty}] is empty; embeddings need at least one character`, { param: "input" });
       }
-      const clipped = tokenized.map((ids) => (ids.length > MODEL_MAX_TOKENS ? ids.slice(0, MODEL_MAX_TOKENS) : ids));
+      const clipped = tokenized.map((t) => t.ids);
       const vectors = await loaded.batcher.submit(clipped, clipped.map((ids) => ids.length), signal);
-      const tokens = tokenized.reduce((n, ids) => n + ids.length, 0);
+      const tokens = tokenized.reduce((n, t) => n + t.count, 0);
       return {
         data: vectors.map((embedding, index) => ({ index, embedding })),
         usage: { prompt_tokens: tokens, total_tokens: tokens },
@@ -74,7 +77,7 @@ function create(ctx: PluginContext): ModelInstance {
     embeddings,
     async load() {
       const started = performance.now();
-      const engine = options.workers > 0 ? await workerEngine(options) : await inProcessEngine(options);
+      const [engine] = await Promise.all([options.workers > 0 ? workerEngine(options) : inProcessEngine(options), tokenizer()]);
       const batcher = new MicroBatcher<number[], Float32Array>(
         async (batch) => {
           const t0 = performance.now();
@@ -112,21 +115,33 @@ function create(ctx: PluginContext): ModelInstance {
   };
 }
 
+/** an input's token count and the ids the model reads (its first MODEL_MAX_TOKENS) */
+interface Tokenized {
+  count: number;
+  ids: number[];
+}
+
+/** OpenAI's per-input limit, which the host applies to this model too */
+const MAX_INPUT_TOKENS = 8_192;
+/** the longest piece of USE-lite's vocabulary, in code points (checked by the plugin's tests) */
+export const LONGEST_PIECE = 16;
+
 /**
- * SentencePiece on this thread runs at ~1.5 MB/s (a full 300k-token request: ~1 s), so inputs are
- * tokenized in slices of ~4 ms with the event loop free in between — within one input too (a
- * single 300,000-character input is ~0.5 s of lattice work).
+ * SentencePiece on this thread runs at ~1–1.5 MB/s, so inputs are tokenized in slices of ~4 ms
+ * with the event loop free in between — within one input too (the longest allowed input, 262,144
+ * characters, is ~0.2 s of lattice work).
  */
-async function tokenizeSliced(inputs: string[], tokenizer: () => SentencePieceTokenizer): Promise<number[][]> {
-  const out: number[][] = [];
+async function tokenizeSliced(inputs: string[], tokenizer: SentencePieceTokenizer): Promise<Tokenized[]> {
+  const out: Tokenized[] = [];
   let sliceStart = performance.now();
   for (const text of inputs) {
     if (text.length > LONG_INPUT_CHARS) {
-      out.push(await tokenizer().encodeSliced(text));
+      out.push(await tokenizer.encodeSliced(text, 4, MODEL_MAX_TOKENS));
       sliceStart = performance.now();
       continue;
     }
-    out.push(tokenizer().encode(text));
+    const ids = tokenizer.encode(text);
+    out.push({ count: ids.length, ids: ids.length > MODEL_MAX_TOKENS ? ids.slice(0, MODEL_MAX_TOKENS) : ids });
     if (performance.now() - sliceStart > 4) {
       await new Promise((r) => setImmediate(r));
       sliceStart = performance.now();

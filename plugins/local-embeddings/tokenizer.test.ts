@@ -24,9 +24,25 @@ test("a long input is tokenized in slices, with the event loop free between them
     setImmediate(tick);
     const sliced = await tokenizer.encodeSliced(text, 0);
     counting = false;
-    expect(sliced).toEqual(tokenizer.encode(text));
+    const whole = tokenizer.encode(text);
+    expect(sliced).toEqual({ count: whole.length, ids: whole });
     // a slice of 0 ms is one step of 512 positions: one turn of the event loop per step (the
     // whole input in one block would be one turn)
     expect(turns).toBeGreaterThanOrEqual(Math.floor([...text].length / 512));
   }
+});
+
+test("the longest piece is what the plugin's input-length bound assumes; a sliced build is the same tokenizer", async () => {
+  const { LONGEST_PIECE } = await import("./index.ts");
+  expect(tokenizer.longestPiece).toBe(LONGEST_PIECE);
+  const sliced = await SentencePieceTokenizer.build(loadVocabularySync(), 0);
+  for (const text of ["Hello world", "naïve café 漢字", "the cat sat on the mat ".repeat(50)]) expect(sliced.encode(text)).toEqual(tokenizer.encode(text));
+});
+
+test("encodeSliced counts every token and keeps only the first `keep` ids", async () => {
+  const text = "the cat sat on the mat ".repeat(500);
+  const all = tokenizer.encode(text);
+  const { count, ids } = await tokenizer.encodeSliced(text, 4, 128);
+  expect(count).toBe(all.length);
+  expect(ids).toEqual(all.slice(0, 128));
 });

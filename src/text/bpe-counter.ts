@@ -82,7 +82,8 @@ export class BpeCounter {
     for (;;) {
       const started = performance.now();
       let done = false;
-      while (!done && performance.now() - started < sliceMs) done = parser.step(256);
+      do done = parser.step(256);
+      while (!done && performance.now() - started < sliceMs);
       if (done) break;
       await new Promise((r) => setImmediate(r));
     }

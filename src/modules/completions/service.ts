@@ -6,7 +6,7 @@
  * are `<request id>` for the first prompt and `<request id>.<i>` for the others.
  */
 import type { Principal } from "../../auth/authenticate-key.ts";
-import { randomId } from "../../billing/index.ts";
+import { randomId } from "../../ids.ts";
 import type { AppDeps } from "../../deps.ts";
 import { ApiError, badRequest } from "../../errors.ts";
 import type { RequestFacts } from "../../ops/hooks.ts";

@@ -24,7 +24,7 @@ export const embeddingsRoutes = (deps: AppDeps) =>
           summary: "Create embeddings",
           description:
             "One vector per input, in input order. Billed on input tokens at the model's per-million rate (`usage.prompt_tokens`). " +
-            "Limits: the model's maximum number of inputs and characters per input, and 200,000 characters per request (400 beyond them).",
+            "Limits (OpenAI's, in tokens): 2,048 inputs, 8,192 tokens per input, 300,000 tokens per request; a model may set lower ones (400 `input_too_long` / `too_many_inputs` beyond them).",
           security: [{ bearer: [] }],
         },
         response: { 200: EmbeddingsResponse, 400: ErrorEnvelope, 402: ErrorEnvelope, 404: ErrorEnvelope, 502: ErrorEnvelope, 504: ErrorEnvelope, ...authErrors },

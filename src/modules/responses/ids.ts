@@ -4,7 +4,7 @@
  * an `item_reference` is resolved by reading one response, found by primary key, without an index
  * over the items of every stored response.
  */
-import { randomId } from "../../billing/index.ts";
+import { randomId } from "../../ids.ts";
 
 const STEM = 24;
 
