@@ -15,6 +15,7 @@ import type { Telemetry } from "../ops/hooks.ts";
 import type { ModelPricing } from "../plugin-sdk/index.ts";
 import type { UsageFacts } from "../usage/record-usage.ts";
 import type { Approval, CreditEngine } from "./engine.ts";
+import type { Settlement } from "./settle-batch.ts";
 import { priceOf, type BillableUsage } from "./price.ts";
 
 export interface ChargeSpec {
@@ -80,16 +81,32 @@ export class Charge {
   private close(mode: "settle" | "release", actual: number, o: OutcomeFacts, usage: BillableUsage | null) {
     const s = this.spec;
     if (o.anomaly) this.deps.logger.warn({ ref: s.ref, model: s.model, plugin: s.plugin, anomaly: o.anomaly }, "upstream usage not credible; billed on reelay's own count");
-    const row: UsageFacts = {
-      accountId: s.accountId, keyId: s.keyId, ref: s.ref, kind: s.kind, model: s.model, plugin: s.plugin,
-      promptTokens: usage?.promptTokens ?? null, completionTokens: usage?.completionTokens ?? null,
-      deliveredTokens: o.deliveredTokens ?? null, reportedTokens: o.reportedTokens ?? null, tokenSource: o.tokenSource ?? null,
-      status: o.status, disconnected: o.disconnected ?? false, latencyMs: Math.round(performance.now() - s.startedAt),
-      errorCode: o.errorCode ?? null, anomaly: o.anomaly ?? null, route: s.route ?? null,
-    };
-    const reason = mode === "settle" ? `${s.kind} ${s.model}` : `${s.kind} ${s.model}: ${o.errorCode ?? "nothing produced"}`;
-    this.deps.billing.settle(this.approval, { mode, actual, reason, usage: row });
+    this.deps.billing.settle(this.approval, settlementOf(s, mode, actual, o, usage, Math.round(performance.now() - s.startedAt)));
   }
+}
+
+/**
+ * The settlement of a charge (request or video job): its usage row and ledger reason. One builder,
+ * so every operation's usage row says the same things the same way.
+ */
+export function settlementOf(
+  s: Pick<ChargeSpec, "accountId" | "keyId" | "ref" | "model" | "route"> & { kind: UsageFacts["kind"]; plugin: string | null },
+  mode: "settle" | "release",
+  actual: number,
+  o: OutcomeFacts,
+  usage: BillableUsage | null,
+  latencyMs: number,
+): Omit<Settlement, "holdId" | "cover"> {
+  const row: UsageFacts = {
+    accountId: s.accountId, keyId: s.keyId, ref: s.ref, kind: s.kind, model: s.model, plugin: s.plugin,
+    promptTokens: usage?.promptTokens ?? null, completionTokens: usage?.completionTokens ?? null, seconds: usage?.seconds ?? null,
+    deliveredTokens: o.deliveredTokens ?? null, reportedTokens: o.reportedTokens ?? null, tokenSource: o.tokenSource ?? null,
+    status: o.status, disconnected: o.disconnected ?? false, latencyMs: Math.min(2_147_483_647, latencyMs),
+    errorCode: o.errorCode ?? null, anomaly: o.anomaly ?? null, route: s.route ?? null,
+  };
+  const what = s.kind === "video" ? `video ${s.ref}` : `${s.kind} ${s.model}`;
+  const reason = mode === "settle" ? (s.kind === "video" ? `${what}: ${usage?.seconds ?? 0} s` : what) : `${what}${s.kind === "video" ? " failed" : ""}: ${o.errorCode ?? "nothing produced"}`;
+  return { mode, actual, reason, usage: row };
 }
 
 /** Approve the request's worst case and return its charge. Throws 402 insufficient_quota or 503. */

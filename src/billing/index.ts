@@ -17,6 +17,6 @@ export { settleBatch, settleOne, type Settlement, type SettlementResult, type Si
 export { priceOf, type BillableUsage } from "./price.ts";
 export { CreditEngine, unavailable, type Approval } from "./engine.ts";
 export type { BillingConfig } from "../config.ts";
-export { Charge, openCharge, type ChargeSpec, type OutcomeFacts, type SettleOutcome } from "./charge.ts";
-export { closeJobCharge, openJobCharge, type JobOutcome } from "./job-charge.ts";
+export { Charge, openCharge, settlementOf, type ChargeSpec, type OutcomeFacts, type SettleOutcome } from "./charge.ts";
+export { JobCharge, jobCharge, openJobCharge, type JobChargeSpec } from "./job-charge.ts";
 export { ABSURD_TOKENS, credibleCount, joinAnomalies, type CredibleCount } from "./usage-sanity.ts";

@@ -1,49 +1,83 @@
 /**
- * The charge lifecycle of a video job: the hold must outlive the process, so it is an exact hold
- * taken in the submit transaction, and the job's final transition settles or releases it in the
- * transaction of its final status (same settlement statement as every request: settle-batch.ts).
+ * The charge of a video job: the same lifecycle as a request's (charge.ts) — approve the worst case,
+ * then settle what was made or release it, one usage row, the same settlement statement, the same
+ * metrics — with one difference the job's life imposes: its approval must outlive the process, so
+ * it is an exact hold taken in the submit transaction, and the job's final transition settles or
+ * releases it inside the transaction of its final status (money and status commit together).
+ *
+ *   const charge = await openJobCharge(tx, spec)                    // submit: 402 when unaffordable
+ *   … the job runs, possibly on another instance, after restarts …
+ *   const charge = jobCharge(deps, { ...spec, holdId })             // the final transition
+ *   await charge.settle(tx) | await charge.release(tx, { status, errorCode })
+ *   charge.report()                                                 // metrics, once committed
  */
 import { sql } from "drizzle-orm";
 import { query, type Tx } from "../db/index.ts";
+import type { Telemetry } from "../ops/hooks.ts";
 import type { ModelPricing } from "../plugin-sdk/index.ts";
+import { settlementOf } from "./charge.ts";
 import { hold } from "./exact-holds.ts";
 import { priceOf } from "./price.ts";
 import { settleOne } from "./settle-batch.ts";
 
-/** Hold price/s × seconds for job `jobId` (402 when the account cannot afford it). Returns the hold id. */
-export async function openJobCharge(tx: Tx, j: { accountId: string; jobId: string; model: string; seconds: number; pricing: ModelPricing }): Promise<string> {
+export interface JobChargeSpec {
+  accountId: string;
+  keyId: string | null;
+  /** the job id: one charge per job, ever */
+  jobId: string;
+  model: string;
+  plugin: string | null;
+  seconds: number;
+  pricing: ModelPricing;
+}
+
+/** Hold price/s × seconds for the job (402 when the account cannot afford it). Returns the hold id. */
+export async function openJobCharge(tx: Tx, j: Omit<JobChargeSpec, "keyId" | "plugin">): Promise<string> {
   const amount = priceOf(j.pricing, { seconds: j.seconds });
   const h = await hold(tx, { accountId: j.accountId, amount, ref: j.jobId, reason: `video ${j.jobId}: ${j.model}, ${j.seconds} s`, expiresAt: null });
   return h.id;
 }
 
-export interface JobOutcome {
-  holdId: string | null;
-  jobId: string;
-  accountId: string;
-  keyId: string | null;
-  model: string;
-  seconds: number;
-  plugin: string | null;
-  latencyMs: number;
-  /** null: completed, charged the held price (fixed at submit); else the failure code (nothing charged) */
-  failure: { code: string; status: number } | null;
+/** The job's charge, reopened from its durable hold (null: a job submitted without one). */
+export function jobCharge(deps: { telemetry: Telemetry }, spec: Omit<JobChargeSpec, "pricing"> & { holdId: string | null; createdAt: Date }): JobCharge {
+  return new JobCharge(deps, spec);
 }
 
-/** Settle (completed) or release (failed) the job's hold and write its usage row; returns the charge. */
-export async function closeJobCharge(tx: Tx, o: JobOutcome): Promise<number> {
-  let actual = 0;
-  if (!o.failure && o.holdId) actual = Number((await query<{ amount: number }>(tx, sql`SELECT amount::float8 AS amount FROM holds WHERE id = ${o.holdId}`))[0]?.amount ?? 0);
-  const r = await settleOne(tx, {
-    holdId: o.holdId,
-    mode: o.failure ? "release" : "settle",
-    actual,
-    cover: 0,
-    reason: o.failure ? `video ${o.jobId} failed: ${o.failure.code}` : `video ${o.jobId}: ${o.seconds} s`,
-    usage: {
-      accountId: o.accountId, keyId: o.keyId, ref: o.jobId, kind: "video", model: o.model, seconds: o.seconds,
-      status: o.failure?.status ?? 200, latencyMs: Math.min(2_147_483_647, o.latencyMs), plugin: o.plugin, errorCode: o.failure?.code ?? null,
-    },
-  });
-  return r.charged;
+export class JobCharge {
+  private charged: number | null = null;
+
+  constructor(private readonly deps: { telemetry: Telemetry }, readonly spec: Omit<JobChargeSpec, "pricing"> & { holdId: string | null; createdAt: Date }) {}
+
+  /**
+   * Completed: charge exactly what was held (price/s × the requested seconds, fixed at submit), in
+   * `tx`. Returns the charge (0 when the job had already been settled or released: nothing happens).
+   */
+  async settle(tx: Tx): Promise<number> {
+    const s = this.spec;
+    const held = s.holdId ? Number((await query<{ amount: number }>(tx, sql`SELECT amount::float8 AS amount FROM holds WHERE id = ${s.holdId}`))[0]?.amount ?? 0) : 0;
+    const r = await settleOne(tx, { holdId: s.holdId, cover: 0, ...settlementOf(this.row(), "settle", held, { status: 200 }, { seconds: s.seconds }, this.latency()) });
+    this.charged = r.charged;
+    return r.charged;
+  }
+
+  /** Failed or cancelled: charge nothing, give the hold back, in `tx`. */
+  async release(tx: Tx, o: { status: number; errorCode: string }): Promise<void> {
+    const s = this.spec;
+    await settleOne(tx, { holdId: s.holdId, cover: 0, ...settlementOf(this.row(), "release", 0, o, { seconds: s.seconds }, this.latency()) });
+  }
+
+  /** After the transaction committed: the metrics of what was charged (nothing for a release). */
+  report(): void {
+    if (this.charged === null) return;
+    this.deps.telemetry.charged({ model: this.spec.model, kind: "video", micros: this.charged, seconds: this.spec.seconds });
+  }
+
+  private row() {
+    const s = this.spec;
+    return { accountId: s.accountId, keyId: s.keyId, ref: s.jobId, kind: "video" as const, model: s.model, plugin: s.plugin };
+  }
+
+  private latency() {
+    return Date.now() - this.spec.createdAt.getTime();
+  }
 }

@@ -10,7 +10,7 @@ import { sql, type SQL } from "drizzle-orm";
 import type { AppDeps } from "../../../deps.ts";
 import { query, type Tx } from "../../../db/index.ts";
 import { statusIn, VIDEO_JOB_STATUSES, type VideoJobStatus } from "../../../db/schema/index.ts";
-import { closeJobCharge, type JobOutcome } from "../../../billing/index.ts";
+import { jobCharge, type JobCharge } from "../../../billing/index.ts";
 import { enqueueJobEvent } from "../../webhooks/outbox.ts";
 import { eventTypeFor, jobEventData } from "../job-event.ts";
 import { columns, readRow, VIEW_COLUMNS, type VideoJobRow } from "./columns.ts";
@@ -112,7 +112,7 @@ export async function saveHandle(deps: Pick<AppDeps, "database" | "telemetry" | 
  */
 export async function completeJob(deps: Pick<AppDeps, "database" | "telemetry" | "config">, id: string, mp4: Uint8Array, extra: { plugin: string }): Promise<boolean> {
   let done: Transitioned | null = null;
-  let charged = 0;
+  let charge: JobCharge | null = null;
   await deps.database.db.transaction(async (tx) => {
     done = await transition(tx, id, "completed", {
       set: sql`result = ${Buffer.from(mp4.buffer, mp4.byteOffset, mp4.byteLength)}, image = NULL, progress = 1, completed_at = now(),
@@ -121,12 +121,13 @@ export async function completeJob(deps: Pick<AppDeps, "database" | "telemetry" |
     if (!done) return;
     // the outbox row first: billing's account lock is then held no longer than the money part needs (webhooks/outbox.ts)
     await enqueueEvent(deps, tx, done.job);
-    charged = await closeJobCharge(tx, jobOutcome(done.job, extra.plugin, null));
+    charge = chargeOf(deps, done.job, extra.plugin);
+    await charge.settle(tx);
   });
   const moved = done as Transitioned | null;
   if (!moved) return false;
   reportTransition(deps, moved);
-  deps.telemetry.charged({ model: moved.job.model, kind: "video", micros: charged, seconds: moved.job.seconds });
+  (charge as JobCharge | null)?.report();
   return true;
 }
 
@@ -139,16 +140,13 @@ export async function failJob(deps: Pick<AppDeps, "database" | "telemetry" | "co
     });
     if (!m) return null;
     await enqueueEvent(deps, tx, m.job);
-    await closeJobCharge(tx, jobOutcome(m.job, extra.plugin, { code: error.code, status: error.code === "cancelled" ? 499 : 500 }));
+    await chargeOf(deps, m.job, extra.plugin).release(tx, { errorCode: error.code, status: error.code === "cancelled" ? 499 : 500 });
     return m;
   });
   reportTransition(deps, moved);
   return moved?.job ?? null;
 }
 
-function jobOutcome(job: MovedJob, plugin: string | null, failure: JobOutcome["failure"]): JobOutcome {
-  return {
-    holdId: job.holdId, jobId: job.id, accountId: job.accountId, keyId: job.keyId, model: job.model, seconds: job.seconds, plugin,
-    latencyMs: Date.now() - job.createdAt.getTime(), failure,
-  };
+function chargeOf(deps: Pick<AppDeps, "telemetry">, job: MovedJob, plugin: string | null): JobCharge {
+  return jobCharge(deps, { holdId: job.holdId, jobId: job.id, accountId: job.accountId, keyId: job.keyId, model: job.model, seconds: job.seconds, plugin, createdAt: job.createdAt });
 }
