@@ -80,6 +80,8 @@ export interface FakeBehaviour {
   eventBytes?: number;
   /** streaming: after this many content chunks send an OpenAI-style error event and end the response */
   errorEventAfterChunks?: number;
+  /** answer every request 200 with this text (an HTML error page from a proxy, say), not the protocol */
+  garbageBody?: string;
 }
 
 export interface RecordedRequest {
@@ -202,6 +204,10 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     if (b.hang) return; // nothing is ever written; "close" records the client giving up
     if (b.delayHeadersMs) await Bun.sleep(b.delayHeadersMs);
     const echo = b.echoAuthorization ? ` (request had Authorization: ${headers["authorization"] ?? "none"})` : "";
+    if (b.garbageBody !== undefined) {
+      rec.completed = true;
+      return void res.writeHead(200, { "content-type": "text/html" }).end(b.garbageBody);
+    }
     if (b.status && b.status >= 400) {
       return send(b.status, errorBody((b.errorMessage ?? `fake upstream error ${b.status}`) + echo,
         b.errorType ?? (b.status >= 500 ? "server_error" : "invalid_request_error"), b.errorCode ?? null));

@@ -1,0 +1,206 @@
+/**
+ * OpenAI's chat completions wire format (https://platform.openai.com/docs/api-reference/chat), as
+ * reelay receives it from clients and relays it back. Written out here instead of importing the
+ * `openai` package: the body a plugin gets may carry parameters OpenAI does not know (vendor
+ * extras are forwarded unchanged), so every object also allows unknown keys. test/openai-types.check.ts
+ * checks that objects typed by the `openai` package fit these types.
+ */
+
+/* ------------------------------------------------------------------ request */
+
+export interface ChatTextPart {
+  type: "text";
+  text: string;
+}
+export interface ChatImagePart {
+  type: "image_url";
+  image_url: { url: string; detail?: "auto" | "low" | "high" };
+}
+export interface ChatAudioPart {
+  type: "input_audio";
+  input_audio: { data: string; format: "wav" | "mp3" };
+}
+export interface ChatFilePart {
+  type: "file";
+  file: { file_data?: string; file_id?: string; filename?: string };
+}
+export interface ChatRefusalPart {
+  type: "refusal";
+  refusal: string;
+}
+export type ChatUserContentPart = ChatTextPart | ChatImagePart | ChatAudioPart | ChatFilePart;
+
+export interface ChatToolCall {
+  id: string;
+  type: "function";
+  function: { name: string; arguments: string };
+}
+
+export interface ChatSystemMessage {
+  role: "system" | "developer";
+  content: string | ChatTextPart[];
+  name?: string;
+}
+export interface ChatUserMessage {
+  role: "user";
+  content: string | ChatUserContentPart[];
+  name?: string;
+}
+export interface ChatAssistantMessage {
+  role: "assistant";
+  content?: string | Array<ChatTextPart | ChatRefusalPart> | null;
+  name?: string;
+  refusal?: string | null;
+  tool_calls?: ChatToolCall[];
+  /** deprecated by OpenAI, still sent by old clients */
+  function_call?: { name: string; arguments: string } | null;
+  audio?: { id: string } | null;
+}
+export interface ChatToolMessage {
+  role: "tool";
+  content: string | ChatTextPart[];
+  tool_call_id: string;
+}
+export interface ChatFunctionMessage {
+  role: "function";
+  content: string | null;
+  name: string;
+}
+export type ChatMessage = ChatSystemMessage | ChatUserMessage | ChatAssistantMessage | ChatToolMessage | ChatFunctionMessage;
+
+export interface ChatTool {
+  type: "function";
+  function: { name: string; description?: string; parameters?: Record<string, unknown>; strict?: boolean | null };
+}
+
+export type ChatToolChoice = "none" | "auto" | "required" | { type: "function"; function: { name: string } };
+
+export type ChatResponseFormat =
+  | { type: "text" }
+  | { type: "json_object" }
+  | { type: "json_schema"; json_schema: { name: string; description?: string; schema?: Record<string, unknown>; strict?: boolean | null } };
+
+/**
+ * The body a chat plugin receives: the client's body, `max_tokens` / `max_completion_tokens`
+ * clamped to the model's maximum, and `model` still the client's (reelay's) model id: a plugin
+ * that talks to an upstream sends its own upstream model name.
+ */
+export interface ChatCompletionRequest {
+  model: string;
+  messages: ChatMessage[];
+  max_tokens?: number | null;
+  max_completion_tokens?: number | null;
+  n?: number | null;
+  temperature?: number | null;
+  top_p?: number | null;
+  stop?: string | string[] | null;
+  stream?: boolean | null;
+  stream_options?: { include_usage?: boolean; [key: string]: unknown } | null;
+  presence_penalty?: number | null;
+  frequency_penalty?: number | null;
+  logit_bias?: Record<string, number> | null;
+  logprobs?: boolean | null;
+  top_logprobs?: number | null;
+  seed?: number | null;
+  user?: string;
+  tools?: ChatTool[];
+  tool_choice?: ChatToolChoice;
+  parallel_tool_calls?: boolean;
+  response_format?: ChatResponseFormat;
+  reasoning_effort?: string | null;
+  metadata?: Record<string, string> | null;
+  /** parameters this type does not name are forwarded unchanged */
+  [key: string]: unknown;
+}
+
+/* ----------------------------------------------------------------- response */
+
+export type ChatFinishReason = "stop" | "length" | "tool_calls" | "content_filter" | "function_call";
+
+export interface ChatCompletionUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  prompt_tokens_details?: { cached_tokens?: number; audio_tokens?: number; [key: string]: unknown } | null;
+  completion_tokens_details?: { reasoning_tokens?: number; audio_tokens?: number; [key: string]: unknown } | null;
+  [key: string]: unknown;
+}
+
+export interface ChatCompletionMessage {
+  role: "assistant";
+  content: string | null;
+  refusal?: string | null;
+  tool_calls?: ChatToolCall[];
+  function_call?: { name: string; arguments: string } | null;
+  /** reasoning models served by vLLM / DeepSeek */
+  reasoning_content?: string | null;
+  [key: string]: unknown;
+}
+
+export interface ChatLogprobs {
+  content: Array<{ token: string; logprob: number; bytes: number[] | null; top_logprobs: Array<{ token: string; logprob: number; bytes: number[] | null }> }> | null;
+  refusal?: unknown;
+  [key: string]: unknown;
+}
+
+export interface ChatCompletionChoice {
+  index: number;
+  message: ChatCompletionMessage;
+  finish_reason: ChatFinishReason | null;
+  logprobs?: ChatLogprobs | null;
+  [key: string]: unknown;
+}
+
+/** A non-streamed answer. reelay sets `model` to its own model id before the client sees it. */
+export interface ChatCompletion {
+  id: string;
+  object: "chat.completion";
+  created: number;
+  model: string;
+  choices: ChatCompletionChoice[];
+  usage?: ChatCompletionUsage;
+  system_fingerprint?: string | null;
+  service_tier?: string | null;
+  [key: string]: unknown;
+}
+
+export interface ChatChunkToolCall {
+  index: number;
+  id?: string;
+  type?: "function";
+  function?: { name?: string; arguments?: string };
+}
+
+export interface ChatChunkDelta {
+  role?: "assistant";
+  content?: string | null;
+  refusal?: string | null;
+  tool_calls?: ChatChunkToolCall[];
+  function_call?: { name?: string; arguments?: string };
+  reasoning_content?: string | null;
+  [key: string]: unknown;
+}
+
+export interface ChatChunkChoice {
+  index: number;
+  delta: ChatChunkDelta;
+  finish_reason: ChatFinishReason | null;
+  logprobs?: ChatLogprobs | null;
+  [key: string]: unknown;
+}
+
+/**
+ * One streamed chunk. The last one before `[DONE]` may carry `usage` with `choices: []` (OpenAI's
+ * `stream_options.include_usage`); vLLM's `continuous_usage_stats` puts running usage on every chunk.
+ */
+export interface ChatCompletionChunk {
+  id: string;
+  object: "chat.completion.chunk";
+  created: number;
+  model: string;
+  choices: ChatChunkChoice[];
+  usage?: ChatCompletionUsage | null;
+  system_fingerprint?: string | null;
+  service_tier?: string | null;
+  [key: string]: unknown;
+}
