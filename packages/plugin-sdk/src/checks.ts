@@ -52,16 +52,17 @@ export function problemWithChatResult(r: unknown, allowed: UsageAllowance = {}):
 }
 
 /**
- * One stream event: `data` a string, and unless it is `[DONE]`, `json` the parsed chunk object with
- * a `choices` array, `data` its JSON text. (The host checks that `data` is JSON object text by its
- * first character, not by parsing it again: a chat stream is hundreds of events.)
+ * One stream event: `data` a string, and unless it is `[DONE]`, `json` the parsed object, `data`
+ * its JSON text. (The host checks that `data` is JSON object text by its first character, not by
+ * parsing it again: a chat stream is hundreds of events.) A chunk's `choices` must be an array; an
+ * object without choices passes (an OpenAI-style `{"error": …}` event a relay passes on).
  */
 export function problemWithStreamEvent(e: unknown): string | null {
   if (!isObject(e) || typeof e.data !== "string") return `the stream yielded ${show(e)}, not { data, json }`;
   if (e.data === "[DONE]") return null;
   if (!isObject(e.json)) return `a stream event has no parsed JSON object in \`json\` (data: ${show(e.data)})`;
   if (e.data.trimStart()[0] !== "{") return `a stream event's data is not JSON text: ${show(e.data)}`;
-  if (!Array.isArray(e.json.choices)) return "a stream event's chunk has no choices array";
+  if (e.json.choices !== undefined && !Array.isArray(e.json.choices)) return `a stream event's choices is ${show(e.json.choices)}, not an array`;
   return null;
 }
 
