@@ -1,9 +1,10 @@
 /**
  * OpenAI's chat completions wire format (https://platform.openai.com/docs/api-reference/chat), as
  * reelay receives it from clients and relays it back. Written out here instead of importing the
- * `openai` package: the body a plugin gets may carry parameters OpenAI does not know (vendor
- * extras are forwarded unchanged), so every object also allows unknown keys. test/openai-types.check.ts
- * checks that objects typed by the `openai` package fit these types.
+ * `openai` package: the request a plugin gets may carry parameters OpenAI does not know (vendor
+ * extras are forwarded unchanged), so it allows unknown keys; answers may carry more fields than
+ * named here too (they are relayed). test/openai-types.check.ts checks that messages, completions
+ * and chunks typed by the `openai` package fit these types.
  */
 
 /* ------------------------------------------------------------------ request */
@@ -14,11 +15,11 @@ export interface ChatTextPart {
 }
 export interface ChatImagePart {
   type: "image_url";
-  image_url: { url: string; detail?: "auto" | "low" | "high" };
+  image_url: { url: string; detail?: "auto" | "low" | "high" | (string & {}) };
 }
 export interface ChatAudioPart {
   type: "input_audio";
-  input_audio: { data: string; format: "wav" | "mp3" };
+  input_audio: { data: string; format: "wav" | "mp3" | (string & {}) };
 }
 export interface ChatFilePart {
   type: "file";
@@ -30,11 +31,18 @@ export interface ChatRefusalPart {
 }
 export type ChatUserContentPart = ChatTextPart | ChatImagePart | ChatAudioPart | ChatFilePart;
 
-export interface ChatToolCall {
+export interface ChatFunctionToolCall {
   id: string;
   type: "function";
   function: { name: string; arguments: string };
 }
+/** a call of a custom (free-form input) tool */
+export interface ChatCustomToolCall {
+  id: string;
+  type: "custom";
+  custom: { name: string; input: string };
+}
+export type ChatToolCall = ChatFunctionToolCall | ChatCustomToolCall;
 
 export interface ChatSystemMessage {
   role: "system" | "developer";
@@ -68,12 +76,18 @@ export interface ChatFunctionMessage {
 }
 export type ChatMessage = ChatSystemMessage | ChatUserMessage | ChatAssistantMessage | ChatToolMessage | ChatFunctionMessage;
 
-export interface ChatTool {
+export interface ChatFunctionTool {
   type: "function";
   function: { name: string; description?: string; parameters?: Record<string, unknown>; strict?: boolean | null };
 }
+/** a tool that takes free-form text (or a grammar) instead of JSON arguments */
+export interface ChatCustomTool {
+  type: "custom";
+  custom: { name: string; description?: string; format?: unknown };
+}
+export type ChatTool = ChatFunctionTool | ChatCustomTool;
 
-export type ChatToolChoice = "none" | "auto" | "required" | { type: "function"; function: { name: string } };
+export type ChatToolChoice = "none" | "auto" | "required" | { type: "function"; function: { name: string } } | { type: "custom"; custom: { name: string } } | { type: "allowed_tools"; allowed_tools: unknown };
 
 export type ChatResponseFormat =
   | { type: "text" }
@@ -95,7 +109,7 @@ export interface ChatCompletionRequest {
   top_p?: number | null;
   stop?: string | string[] | null;
   stream?: boolean | null;
-  stream_options?: { include_usage?: boolean; [key: string]: unknown } | null;
+  stream_options?: { include_usage?: boolean; include_obfuscation?: boolean } | null;
   presence_penalty?: number | null;
   frequency_penalty?: number | null;
   logit_bias?: Record<string, number> | null;
@@ -121,9 +135,8 @@ export interface ChatCompletionUsage {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
-  prompt_tokens_details?: { cached_tokens?: number; audio_tokens?: number; [key: string]: unknown } | null;
-  completion_tokens_details?: { reasoning_tokens?: number; audio_tokens?: number; [key: string]: unknown } | null;
-  [key: string]: unknown;
+  prompt_tokens_details?: { cached_tokens?: number; audio_tokens?: number } | null;
+  completion_tokens_details?: { reasoning_tokens?: number; audio_tokens?: number; accepted_prediction_tokens?: number; rejected_prediction_tokens?: number } | null;
 }
 
 export interface ChatCompletionMessage {
@@ -134,13 +147,11 @@ export interface ChatCompletionMessage {
   function_call?: { name: string; arguments: string } | null;
   /** reasoning models served by vLLM / DeepSeek */
   reasoning_content?: string | null;
-  [key: string]: unknown;
 }
 
 export interface ChatLogprobs {
   content: Array<{ token: string; logprob: number; bytes: number[] | null; top_logprobs: Array<{ token: string; logprob: number; bytes: number[] | null }> }> | null;
   refusal?: unknown;
-  [key: string]: unknown;
 }
 
 export interface ChatCompletionChoice {
@@ -148,7 +159,6 @@ export interface ChatCompletionChoice {
   message: ChatCompletionMessage;
   finish_reason: ChatFinishReason | null;
   logprobs?: ChatLogprobs | null;
-  [key: string]: unknown;
 }
 
 /** A non-streamed answer. reelay sets `model` to its own model id before the client sees it. */
@@ -161,24 +171,23 @@ export interface ChatCompletion {
   usage?: ChatCompletionUsage;
   system_fingerprint?: string | null;
   service_tier?: string | null;
-  [key: string]: unknown;
 }
 
 export interface ChatChunkToolCall {
   index: number;
   id?: string;
-  type?: "function";
+  type?: "function" | "custom";
   function?: { name?: string; arguments?: string };
+  custom?: { name?: string; input?: string };
 }
 
 export interface ChatChunkDelta {
-  role?: "assistant";
+  role?: "assistant" | "developer" | "system" | "tool" | "user";
   content?: string | null;
   refusal?: string | null;
   tool_calls?: ChatChunkToolCall[];
   function_call?: { name?: string; arguments?: string };
   reasoning_content?: string | null;
-  [key: string]: unknown;
 }
 
 export interface ChatChunkChoice {
@@ -186,7 +195,6 @@ export interface ChatChunkChoice {
   delta: ChatChunkDelta;
   finish_reason: ChatFinishReason | null;
   logprobs?: ChatLogprobs | null;
-  [key: string]: unknown;
 }
 
 /**
@@ -202,5 +210,4 @@ export interface ChatCompletionChunk {
   usage?: ChatCompletionUsage | null;
   system_fingerprint?: string | null;
   service_tier?: string | null;
-  [key: string]: unknown;
 }
