@@ -14,7 +14,7 @@ export async function streamFromCompletion(result: ChatResult, body: ChatComplet
     const index = typeof choice.index === "number" ? choice.index : i;
     const m = choice.message;
     const delta: ChatCompletionChunk["choices"][number]["delta"] = { role: "assistant", content: m.content ?? "" };
-    if (m.tool_calls?.length) delta.tool_calls = m.tool_calls.map((t, n) => ({ index: n, id: t.id, type: t.type, function: t.function }));
+    if (m.tool_calls?.length) delta.tool_calls = m.tool_calls.map((t, n) => (t.type === "custom" ? { index: n, id: t.id, type: t.type, custom: t.custom } : { index: n, id: t.id, type: t.type, function: t.function }));
     if (typeof m.reasoning_content === "string") delta.reasoning_content = m.reasoning_content;
     events.push(chunkEvent({ ...head, choices: [{ index, delta, finish_reason: null }] }));
     events.push(chunkEvent({ ...head, choices: [{ index, delta: {}, finish_reason: choice.finish_reason ?? "stop" }] }));

@@ -16,7 +16,7 @@ export interface ErrorBody {
 /**
  * The message, code and param of the usual error shapes: OpenAI `{error: {message, type, param,
  * code}}`, vLLM `{object: "error", message, type, code}`, Ollama and others `{error: "text"}`,
- * FastAPI `{detail: "text" | [{msg}]}`, RFC 7807 `{title, detail}`. Anything else: {}.
+ * FastAPI `{detail: "text" | [{msg, type}]}` (fal's queue too), RFC 7807 `{title, detail}`. Anything else: {}.
  */
 export function parseErrorBody(text: string): ErrorBody {
   let body: any;
@@ -32,7 +32,8 @@ export function parseErrorBody(text: string): ErrorBody {
     : typeof body.error === "string" ? body.error
     : typeof detail === "string" && detail ? detail
     : typeof body.title === "string" ? body.title : undefined;
-  const code = typeof e.code === "string" ? e.code : typeof e.type === "string" ? e.type : undefined;
+  const firstDetail = Array.isArray(body.detail) ? body.detail[0] : undefined;
+  const code = typeof e.code === "string" ? e.code : typeof e.type === "string" ? e.type : typeof firstDetail?.type === "string" ? firstDetail.type : undefined;
   const param = typeof e.param === "string" ? e.param : null;
   return { message, code, param };
 }

@@ -111,7 +111,7 @@ test("parseErrorBody reads the usual error shapes", () => {
   expect(parseErrorBody(`{"error":{"message":"m","type":"t","param":"p","code":"c"}}`)).toEqual({ message: "m", code: "c", param: "p" });
   expect(parseErrorBody(`{"object":"error","message":"vllm says","type":"BadRequestError","code":400}`)).toEqual({ message: "vllm says", code: "BadRequestError", param: null });
   expect(parseErrorBody(`{"error":"model 'x' not found"}`)).toEqual({ message: "model 'x' not found", code: undefined, param: null });
-  expect(parseErrorBody(`{"detail":[{"msg":"field required"},{"msg":"bad type"}]}`).message).toBe("field required; bad type");
+  expect(parseErrorBody(`{"detail":[{"msg":"field required","type":"missing"},{"msg":"bad type"}]}`)).toEqual({ message: "field required; bad type", code: "missing", param: null });
   expect(parseErrorBody(`{"title":"Unauthorized","detail":""}`).message).toBe("Unauthorized");
   expect(parseErrorBody("<html>")).toEqual({});
 });
