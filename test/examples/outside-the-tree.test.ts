@@ -98,8 +98,6 @@ describe("the built plugins in a running reelay", () => {
       ],
     }));
     s = await startTestServer({ REELAY_PLUGINS_DIR: plugins, REELAY_MODELS_FILE: models, REELAY_SCHEDULER_POLL_MS: "50" });
-    key = (await s.newClient({ credits: 10_000_000 })).key;
-    openai = new OpenAI({ apiKey: key, baseURL: `${s.url}/v1`, maxRetries: 0 });
   }, 120_000);
   afterAll(async () => {
     await s?.close();
@@ -107,7 +105,17 @@ describe("the built plugins in a running reelay", () => {
     await queue?.stop();
   });
 
-  const balance = async () => ((await (await fetch(`${s.url}/v1/account`, { headers: { authorization: `Bearer ${key}` } })).json()) as { balance: number }).balance;
+  const CREDITS = 10_000_000;
+  /**
+   * A new funded account for each billed request: its money is then exactly that request's. (It
+   * also keeps every request on an exact hold, away from leases: see the report of this branch on
+   * a billing-engine stall when a lease give-back meets a settlement batch.)
+   */
+  async function fresh() {
+    key = (await s.newClient({ credits: CREDITS })).key;
+    openai = new OpenAI({ apiKey: key, baseURL: `${s.url}/v1`, maxRetries: 0 });
+  }
+  const spent = async () => CREDITS - ((await (await fetch(`${s.url}/v1/account`, { headers: { authorization: `Bearer ${key}` } })).json()) as { balance: number }).balance;
   const video = async (body: Record<string, unknown>) => {
     const h = { authorization: `Bearer ${key}`, "content-type": "application/json" };
     const { id } = (await (await fetch(`${s.url}/v1/videos/generations`, { method: "POST", headers: h, body: JSON.stringify(body) })).json()) as { id: string };
@@ -119,7 +127,7 @@ describe("the built plugins in a running reelay", () => {
   };
 
   test("chat through Ollama's native API: streamed and plain, billed on Ollama's counts", async () => {
-    let before = await balance();
+    await fresh();
     const stream = await openai.chat.completions.create({ model: "llama-local", messages: [{ role: "user", content: "Say hello" }], max_tokens: 3, stream: true, stream_options: { include_usage: true } });
     let text = "";
     let usage: OpenAI.CompletionUsage | null | undefined;
@@ -128,25 +136,25 @@ describe("the built plugins in a running reelay", () => {
       usage = chunk.usage ?? usage;
     }
     expect([text, usage?.completion_tokens]).toEqual(["Hello from a", 3]);
-    expect(before - (await balance())).toBe(6 * 1 + 3 * 3);
+    expect(await spent()).toBe(6 * 1 + 3 * 3);
 
-    before = await balance();
+    await fresh();
     const r = await openai.chat.completions.create({ model: "llama-local", messages: [{ role: "user", content: "Say hello" }], max_tokens: 5 });
     expect(r.choices[0]!.message.content).toBe("Hello from a fake Ollama");
     expect(r.usage).toMatchObject({ prompt_tokens: 6, completion_tokens: 5 });
-    expect(before - (await balance())).toBe(6 * 1 + 5 * 3);
+    expect(await spent()).toBe(6 * 1 + 5 * 3);
   });
 
   test("embeddings through /api/embed", async () => {
-    const before = await balance();
+    await fresh();
     const r = await openai.embeddings.create({ model: "llama-local", input: ["one two", "three"] });
     expect(r.data.map((d) => d.embedding.length)).toEqual([8, 8]);
     expect(r.usage.prompt_tokens).toBe(3);
-    expect(before - (await balance())).toBe(3);
+    expect(await spent()).toBe(3);
   });
 
   test("Ollama's failures reach the client with the documented statuses, nothing charged", async () => {
-    const before = await balance();
+    await fresh();
     for (const [status, want] of [[404, 404], [500, 502], [401, 502]] as const) {
       ollama.behave({ status });
       const err = await openai.chat.completions.create({ model: "llama-local", messages: [{ role: "user", content: "hi" }] }).catch((e) => e);
@@ -154,25 +162,29 @@ describe("the built plugins in a running reelay", () => {
       const embErr = await openai.embeddings.create({ model: "llama-local", input: "hi" }).catch((e) => e);
       expect({ upstream: status, client: embErr.status }).toEqual({ upstream: status, client: want });
     }
+    ollama.behave({});
+    expect(await spent()).toBe(0);
+
+    await fresh();
     ollama.behave({ dropAfterLines: 2 });
     const res = await fetch(`${s.url}/v1/chat/completions`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify({ model: "llama-local", messages: [{ role: "user", content: "hi" }], stream: true }) });
     expect(res.status).toBe(200);
     expect(await res.text()).toContain('"code":"upstream_interrupted"');
     ollama.behave({});
-    // only the broken stream is paid for: its prompt (reelay's estimate, 8) and the 2 tokens delivered before the break
-    expect(before - (await balance())).toBe(8 * 1 + 2 * 3);
+    // the broken stream's prompt (reelay's estimate, 8) and the 2 tokens delivered before the break
+    expect(await spent()).toBe(8 * 1 + 2 * 3);
   });
 
   test("a queue video job: submitted, polled, the result URL downloaded and stored, charged price × seconds", async () => {
-    const before = await balance();
+    await fresh();
     const j = await video({ model: "clip-maker", prompt: "a slow zoom", image: pngBase64(), seconds: 3 });
     expect(j.status).toBe("completed");
     expect(Buffer.from(j.data[0].b64_json, "base64").equals(readFileSync(join(ROOT, "examples/queue-video/fixtures/clip.mp4")))).toBe(true);
-    expect(before - (await balance())).toBe(3 * VIDEO_PER_SECOND);
+    expect(await spent()).toBe(3 * VIDEO_PER_SECOND);
   });
 
   test("queue failures: a refused key fails the job at once, a content refusal fails it with the provider's code; nothing charged", async () => {
-    const before = await balance();
+    await fresh();
     queue.behave({ submitStatus: 401 });
     const calls = queue.calls.length;
     const refused = await video({ model: "clip-maker", prompt: "x", image: pngBase64(), seconds: 1 });
@@ -182,6 +194,6 @@ describe("the built plugins in a running reelay", () => {
     const flagged = await video({ model: "clip-maker", prompt: "x", image: pngBase64(), seconds: 1 });
     expect([flagged.status, flagged.error.code]).toEqual(["failed", "content_policy_violation"]);
     queue.behave({});
-    expect(await balance()).toBe(before);
+    expect(await spent()).toBe(0);
   });
 });
