@@ -104,6 +104,14 @@ describe("external plugins at boot", () => {
     expect(msg).toContain("bun build");
   });
 
+  test("under `bun`, a package a file outside the tree imports is not installed from npm (bunfig.toml: install.auto = disable)", () => {
+    // what the import scan above refuses first; this is the runtime's own guard, as in the binary
+    const dir = pluginsDir({ "forgot-to-bundle.js": `import leftPad from "left-pad";\nconsole.log("LOADED", leftPad("x", 3));` });
+    const r = Bun.spawnSync([process.execPath, "-e", `await import(${JSON.stringify(join(dir, "forgot-to-bundle.js"))})`], { cwd: join(import.meta.dir, "../.."), stdout: "pipe", stderr: "pipe" });
+    expect(r.stdout.toString()).not.toContain("LOADED");
+    expect(r.stderr.toString()).toContain("Cannot find package 'left-pad'");
+  });
+
   test("built-ins (node:*, bun:*, fs) and files beside the plugin may be imported", async () => {
     const dir = pluginsDir({ "lib/helper.js": "export const word = 'hi';", "uses.js": `import { join } from "node:path"; import fs from "fs"; import { word } from "./lib/helper.js";\n${plugin("uses-builtins")}` });
     const s = await boot(dir);
