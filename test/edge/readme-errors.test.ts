@@ -11,7 +11,7 @@ const ROOT = new URL("../../", import.meta.url).pathname;
 const readme = readFileSync(ROOT + "README.md", "utf8");
 const table = readme.slice(readme.indexOf("<!-- error-table"), readme.indexOf("\n\n", readme.indexOf("<!-- error-table")));
 const rows = [...table.matchAll(/^\| (\d{3}) \| ([^|]+) \|/gm)].map((m) => ({ status: Number(m[1]), codes: [...m[2]!.matchAll(/`([a-z_]+)`/g)].map((c) => c[1]!) }));
-const sources = [...new Glob("{src,plugins}/**/*.ts").scanSync(ROOT)].filter((f) => !f.endsWith(".test.ts")).map((f) => readFileSync(ROOT + f, "utf8")).join("\n");
+const sources = ["src/**/*.ts", "plugins/**/*.ts", "packages/plugin-sdk/src/**/*.ts"].flatMap((g) => [...new Glob(g).scanSync(ROOT)]).filter((f) => !f.endsWith(".test.ts")).map((f) => readFileSync(ROOT + f, "utf8")).join("\n");
 
 test("the README documents an error table", () => {
   expect(rows.length).toBeGreaterThan(15);
@@ -29,7 +29,7 @@ test("every documented code is answered by the code, with its status where the c
 
 test("every code the shared HTTP layer answers is documented", () => {
   const documented = new Set(rows.flatMap((r) => r.codes));
-  const shared = ["src/errors.ts", "src/http/error-handler.ts", "src/http/json-body.ts", "src/http/input-guard.ts", "src/http/validation-message.ts", "src/http/plugin-errors.ts"].map((f) => readFileSync(ROOT + f, "utf8")).join("\n");
+  const shared = ["src/errors.ts", "src/http/error-handler.ts", "src/http/json-body.ts", "src/http/input-guard.ts", "src/http/validation-message.ts", "src/http/plugin-errors.ts", "src/plugin-host/plugin-faults.ts", "packages/plugin-sdk/src/failure.ts"].map((f) => readFileSync(ROOT + f, "utf8")).join("\n");
   const produced = new Set([...shared.matchAll(/code: "([a-z_]+)"|badRequest\([^\n]*, "([a-z_]+)"\)/g)].map((m) => m[1] ?? m[2]!));
   for (const code of produced) expect({ code, documented: documented.has(code) }).toEqual({ code, documented: true });
 });
