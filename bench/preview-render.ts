@@ -8,9 +8,10 @@ import { chooseMotion } from "../plugins/preview-video/camera-motion.ts";
 import { renderFrame, type FramePlan } from "../plugins/preview-video/render-frames.ts";
 import { FPS } from "../plugins/preview-video/index.ts";
 import { RenderPipeline } from "../plugins/preview-video/render-pipeline.ts";
+import { hostServices } from "../src/plugin-host/host-services.ts";
 
 const WIDTH = 480, HEIGHT = 832, SECONDS = 5, RUNS = 5;
-const pipeline = new RenderPipeline(FPS);
+const pipeline = new RenderPipeline(FPS, hostServices());
 
 /** a 1024x768 photo-like source: smooth gradients plus some texture */
 function sourceImage(): Uint8Array {

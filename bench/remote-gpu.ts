@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startFakeGpuWorker } from "../test/fakes/gpu-worker.ts";
 import { startTestServer } from "../test/support/harness.ts";
-import { CONTRACT_PNG } from "../test/plugin-contract/run-plugin-contract.ts";
+import { CONTRACT_PNG } from "@reelay/plugin-sdk/contract";
 
 const [jobs = 1000, concurrency = 200, runMs = 2000, pollIntervalMs = 1000] = process.argv.slice(2).map(Number);
 

@@ -10,16 +10,12 @@ import { createApp } from "./app.ts";
 import { KeyAuthenticator } from "./auth/authenticate-key.ts";
 import { every, type BackgroundTask } from "./background.ts";
 import { CreditEngine, sweepExpiredHolds } from "./billing/index.ts";
-import { ConfigError, type Config } from "./config.ts";
+import type { Config } from "./config.ts";
 import { migrate, openDatabase } from "./db/index.ts";
 import type { AppDeps } from "./deps.ts";
 import { createLogger, type Logger } from "./logger.ts";
-import { buildRegistry, resolveModelList, type ModelRegistry } from "./registry/model-registry.ts";
-import { contextFactory } from "./registry/plugin-context.ts";
-import { describeModel } from "./registry/describe-model.ts";
-import { builtinPlugins } from "./registry/builtin-plugins.ts";
-import { hostServices, safeFetchBytes } from "./registry/host-services.ts";
-import { loadExternalPlugins } from "./registry/load-external-plugins.ts";
+import { buildModels } from "./registry/build-models.ts";
+import type { ModelRegistry } from "./registry/model-registry.ts";
 import { lockDataDir } from "./db/data-dir-lock.ts";
 import { noOps, type OpsParts } from "./ops/hooks.ts";
 import { createOps, type Ops } from "./ops/index.ts";
@@ -29,7 +25,6 @@ import { webhookBackgroundTasks } from "./modules/webhooks/index.ts";
 import { responsesBackgroundTasks } from "./modules/responses/index.ts";
 import { createJobWatcher } from "./modules/videos/job-watcher.ts";
 import { listen, type Listener } from "./listen.ts";
-import { warmTokenCounter } from "./text/tokens.ts";
 
 export interface Running {
   deps: AppDeps;
@@ -77,29 +72,6 @@ export async function buildDeps(config: Config, logger: Logger = createLogger(co
     await database.close();
     throw e;
   }
-}
-
-/** Plugins (built-in and from the plugins directory) and the model registry; no model is loaded yet. */
-export async function buildModels(config: Config, logger: Logger): Promise<ModelRegistry> {
-  const external = await loadExternalPlugins(config.pluginsDir, logger);
-  const plugins = new Map([...builtinPlugins, ...external].map((p) => [p.name, p]));
-  if (plugins.size !== builtinPlugins.length + external.length) {
-    const names = [...builtinPlugins, ...external].map((p) => p.name);
-    const dup = names.find((n, i) => names.indexOf(n) !== i);
-    throw new Error(`two plugins are named "${dup}"`);
-  }
-  const models = resolveModelList(config.models, builtinPlugins, external, config.builtinModels);
-  const unknown = config.preloadModels === "all" ? [] : config.preloadModels.filter((id) => !models.some((m) => m.id === id));
-  if (unknown.length) throw new ConfigError("REELAY_PRELOAD_MODELS", `no model named ${unknown.map((id) => `"${id}"`).join(", ")} (models: ${models.map((m) => m.id).join(", ")})`);
-  const registry = await buildRegistry(models, plugins, contextFactory({ logger, env: process.env, safeFetchBytes, host: hostServices() }), {
-    waitMs: config.loadWaitMs,
-    retryAfterMs: 10_000,
-    idleUnloadMs: config.modelIdleMs,
-    warmHostTokenizer: warmTokenCounter,
-    log: logger.child({ component: "models" }),
-  });
-  for (const m of registry.list()) logger.info(describeModel(m), "model served");
-  return registry;
 }
 
 /**

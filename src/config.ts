@@ -48,6 +48,8 @@ export interface ModelConfig {
   ownedBy?: string;
   /** shown in GET /v1/models */
   description?: string;
+  /** video: result URLs the plugin returns may point at private / loopback addresses (the operator's GPU network); default false */
+  allowPrivateNetwork?: boolean;
 }
 
 export interface RateLimitDefaults {
@@ -311,7 +313,7 @@ export function parseModels(doc: unknown): ModelConfig[] {
     if (!m || typeof m !== "object") throw new ConfigError(at(""), "expected an object");
     const o = m as Record<string, unknown>;
     for (const k of Object.keys(o)) {
-      if (!["id", "plugin", "options", "pricing", "maxOutputTokens", "contextLength", "ownedBy", "description"].includes(k)) throw new ConfigError(at(k), "unknown key");
+      if (!["id", "plugin", "options", "pricing", "maxOutputTokens", "contextLength", "ownedBy", "description", "allowPrivateNetwork"].includes(k)) throw new ConfigError(at(k), "unknown key");
     }
     if (typeof o.id !== "string" || !/^[A-Za-z0-9][\w.:/-]{0,127}$/.test(o.id)) throw new ConfigError(at("id"), "expected a model id (letters, digits, . _ : / -)");
     if (seen.has(o.id)) throw new ConfigError(at("id"), `duplicate model id "${o.id}"`);
@@ -330,6 +332,7 @@ export function parseModels(doc: unknown): ModelConfig[] {
     for (const k of ["maxOutputTokens", "contextLength"] as const) {
       if (o[k] !== undefined && (!Number.isSafeInteger(o[k]) || (o[k] as number) <= 0)) throw new ConfigError(at(k), "must be a positive integer");
     }
+    if (o.allowPrivateNetwork !== undefined && typeof o.allowPrivateNetwork !== "boolean") throw new ConfigError(at("allowPrivateNetwork"), "expected true or false");
     return {
       id: o.id,
       plugin: o.plugin,
@@ -339,6 +342,7 @@ export function parseModels(doc: unknown): ModelConfig[] {
       contextLength: o.contextLength as number | undefined,
       ownedBy: typeof o.ownedBy === "string" ? o.ownedBy : undefined,
       description: typeof o.description === "string" ? o.description : undefined,
+      allowPrivateNetwork: o.allowPrivateNetwork === true ? true : undefined,
     };
   });
 }

@@ -16,14 +16,3 @@ export function createLogger(opts: Pick<Config, "logLevel" | "logPretty">, desti
   if (opts.logPretty && !destination) return pino(base, pretty({ colorize: true, translateTime: "SYS:HH:MM:ss.l", ignore: "pid,hostname", sync: true }));
   return pino(base, destination ?? pino.destination({ fd: 1, sync: false }));
 }
-
-/** Adapter to the plugin SDK's logger shape (msg first, fields second). */
-export function pluginLogger(logger: Logger, plugin: string, model: string) {
-  const child = logger.child({ plugin, model });
-  return {
-    debug: (msg: string, fields?: Record<string, unknown>) => child.debug(fields ?? {}, msg),
-    info: (msg: string, fields?: Record<string, unknown>) => child.info(fields ?? {}, msg),
-    warn: (msg: string, fields?: Record<string, unknown>) => child.warn(fields ?? {}, msg),
-    error: (msg: string, fields?: Record<string, unknown>) => child.error(fields ?? {}, msg),
-  };
-}

@@ -1,17 +1,24 @@
 /**
- * echo-plugin: a complete, small external reelay plugin to copy (docs/writing-a-plugin.md).
+ * echo-plugin: the smallest complete external reelay plugin (docs/writing-a-plugin.md).
  *
  * - model `echo` (chat): answers with the last user message, prefixed; streams it word by word.
  * - model `solid-colour` (video): an MP4 of one colour picked from the prompt, encoded by the host.
  *
- * It imports only the SDK, and only for types plus two tiny helpers that the bundler inlines, so
+ * It imports only @reelay/plugin-sdk, which the bundler inlines, so
  *   bun build examples/echo-plugin/index.ts --outfile plugins/echo-plugin.js --target bun --format esm
  * gives one .js file with no imports left. Everything else comes from `ctx`.
  *
  * Options (per model, all optional): `prefix` (chat, default "echo: "), `chunkDelayMs` (chat
  * streaming, default 0), `renderMs` (video: minimum time a job stays running, default 0).
  */
-import { definePlugin, PluginError, type ChatCapability, type ModelInstance, type PluginContext, type VideoCapability, type VideoPollResult } from "../../src/plugin-sdk/index.ts";
+import { chatChunks, definePlugin, PluginError, Type, type ChatCapability, type ChatCompletionRequest, type PluginContext, type Static, type VideoCapability, type VideoPollResult } from "@reelay/plugin-sdk";
+
+const Options = Type.Object({
+  prefix: Type.String({ default: "echo: " }),
+  chunkDelayMs: Type.Integer({ minimum: 0, maximum: 10_000, default: 0 }),
+  renderMs: Type.Integer({ minimum: 0, maximum: 600_000, default: 0 }),
+}, { additionalProperties: false });
+type Options = Static<typeof Options>;
 
 export default definePlugin({
   name: "echo-plugin",
@@ -19,16 +26,8 @@ export default definePlugin({
     { id: "echo", pricing: { inputPerMillion: 1_000_000, outputPerMillion: 2_000_000 }, maxOutputTokens: 256, contextLength: 4096, ownedBy: "example" },
     { id: "solid-colour", pricing: { perSecond: 1_000 }, ownedBy: "example" },
   ],
-  validateOptions(o) {
-    const problems: string[] = [];
-    for (const k of Object.keys(o)) if (!["prefix", "chunkDelayMs", "renderMs"].includes(k)) problems.push(`unknown option "${k}"`);
-    if (o.prefix !== undefined && typeof o.prefix !== "string") problems.push(`"prefix" must be a string`);
-    for (const k of ["chunkDelayMs", "renderMs"]) {
-      if (o[k] !== undefined && !(Number.isInteger(o[k]) && (o[k] as number) >= 0)) problems.push(`"${k}" must be a non-negative integer`);
-    }
-    return problems;
-  },
-  create(ctx: PluginContext): ModelInstance {
+  options: Options,
+  create(ctx) {
     // one plugin, two kinds of model: the model id decides which capability this instance gets
     return ctx.modelId === "solid-colour" ? { video: solidColour(ctx) } : { chat: echo(ctx) };
   },
@@ -36,48 +35,52 @@ export default definePlugin({
 
 /* ------------------------------------------------------------------ chat */
 
-function echo(ctx: PluginContext): ChatCapability {
-  const prefix = typeof ctx.options.prefix === "string" ? ctx.options.prefix : "echo: ";
-  const chunkDelayMs = Number(ctx.options.chunkDelayMs ?? 0);
+function echo(ctx: PluginContext<Options>): ChatCapability {
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-  const reply = (body: Record<string, unknown>) => {
-    const messages = Array.isArray(body.messages) ? (body.messages as Array<{ role?: string; content?: unknown }>) : [];
-    if (!messages.length) throw new PluginError("invalid_request", "messages must be a non-empty array", { param: "messages" });
-    const lastUser = [...messages].reverse().find((m) => m.role === "user");
-    const words = (prefix + (typeof lastUser?.content === "string" ? lastUser.content : "")).split(/(?<=\s)/);
-    const max = typeof body.max_tokens === "number" ? body.max_tokens : typeof body.max_completion_tokens === "number" ? body.max_completion_tokens : Infinity;
-    const kept = words.slice(0, max);
-    const prompt_tokens = messages.reduce((n, m) => n + 3 + ctx.host.countTokens(typeof m.content === "string" ? m.content : ""), 3);
+  /** the reply's words, as many as max_tokens allows (counted with the host's tokenizer, which bills) */
+  const reply = (body: ChatCompletionRequest) => {
+    const lastUser = [...body.messages].reverse().find((m) => m.role === "user");
+    if (!lastUser) throw new PluginError("invalid_request", "the messages have no user message to echo", { param: "messages" });
+    const said = typeof lastUser.content === "string" ? lastUser.content : lastUser.content.map((p) => (p.type === "text" ? p.text : "")).join("");
+    const words = (ctx.options.prefix + said).split(/(?<=\s)/);
+    const max = body.max_completion_tokens ?? body.max_tokens ?? Infinity;
+    const kept: string[] = [];
+    for (const w of words) {
+      if (ctx.host.countTokens(kept.join("") + w) > max) break;
+      kept.push(w);
+    }
     const text = kept.join("");
-    return { text, chunks: kept, finish: kept.length < words.length ? "length" : "stop", usage: { prompt_tokens, completion_tokens: ctx.host.countTokens(text), total_tokens: 0 } };
+    const prompt_tokens = body.messages.reduce((n, m) => n + 3 + ctx.host.countTokens(typeof m.content === "string" ? m.content : ""), 3);
+    return { kept, text, finish: kept.length < words.length ? ("length" as const) : ("stop" as const), usage: { prompt_tokens, completion_tokens: ctx.host.countTokens(text) } };
   };
-  const header = () => ({ id: `chatcmpl-${crypto.randomUUID()}`, created: Math.floor(Date.now() / 1000), model: ctx.modelId });
 
   return {
     async complete(body, { signal }) {
       signal.throwIfAborted();
       const r = reply(body);
-      r.usage.total_tokens = r.usage.prompt_tokens + r.usage.completion_tokens;
-      const completion = { ...header(), object: "chat.completion", choices: [{ index: 0, message: { role: "assistant", content: r.text }, finish_reason: r.finish }], usage: r.usage };
-      return { completion, usage: r.usage };
+      const out = chatChunks({ model: ctx.modelId });
+      // `usage` is what reelay bills: our own count, so it goes in `usage` (not only in the completion)
+      return { completion: out.completion({ content: r.text }, r.finish, r.usage), usage: r.usage };
     },
-    async stream(body, { signal }) {
+    async stream(body, { signal, logger }) {
       signal.throwIfAborted();
-      const r = reply(body);
-      r.usage.total_tokens = r.usage.prompt_tokens + r.usage.completion_tokens;
-      const h = header();
-      const event = (json: unknown) => ({ data: JSON.stringify(json), json });
+      const r = reply(body); // everything that can fail fails here, before the first event
+      const out = chatChunks({ model: ctx.modelId });
+      logger.debug("echoing", { words: r.kept.length });
       return (async function* () {
-        yield event({ ...h, object: "chat.completion.chunk", choices: [{ index: 0, delta: { role: "assistant", content: "" }, finish_reason: null }] });
-        for (const piece of r.chunks) {
-          if (chunkDelayMs) await new Promise((res) => setTimeout(res, chunkDelayMs));
+        yield out.role();
+        let sent = "";
+        for (const piece of r.kept) {
+          if (ctx.options.chunkDelayMs) await sleep(ctx.options.chunkDelayMs);
           signal.throwIfAborted();
-          yield event({ ...h, object: "chat.completion.chunk", choices: [{ index: 0, delta: { content: piece }, finish_reason: null }] });
+          sent += piece;
+          // running usage on each chunk: a client that leaves midway is billed in our own count
+          yield out.delta(piece, { usage: { prompt_tokens: r.usage.prompt_tokens, completion_tokens: ctx.host.countTokens(sent) } });
         }
-        yield event({ ...h, object: "chat.completion.chunk", choices: [{ index: 0, delta: {}, finish_reason: r.finish }] });
-        // usage last, like OpenAI with stream_options.include_usage (the host bills from it)
-        yield event({ ...h, object: "chat.completion.chunk", choices: [], usage: r.usage });
-        yield { data: "[DONE]" };
+        yield out.finish(r.finish);
+        yield out.usage(r.usage); // choices: [] — shown only to clients that asked for include_usage
+        yield out.done();
       })();
     },
   };
@@ -85,8 +88,7 @@ function echo(ctx: PluginContext): ChatCapability {
 
 /* ----------------------------------------------------------------- video */
 
-function solidColour(ctx: PluginContext): VideoCapability {
-  const renderMs = Number(ctx.options.renderMs ?? 0);
+function solidColour(ctx: PluginContext<Options>): VideoCapability {
   // in-memory only: after a reelay restart the host polls, gets "lost" and submits again
   const jobs = new Map<string, { result?: VideoPollResult; cancelled?: boolean }>();
 
@@ -100,11 +102,11 @@ function solidColour(ctx: PluginContext): VideoCapability {
       const [r, g, b] = colourOf(req.prompt);
       const frame = new Uint8Array(req.width * req.height * 4);
       for (let i = 0; i < frame.length; i += 4) frame.set([r, g, b, 255], i);
-      const frames = Array.from({ length: req.seconds * 8 }, () => frame);
       const started = Date.now();
-      ctx.host.encodeMp4(frames, { width: req.width, height: req.height, fps: 8 })
+      // the host encodes on its own worker thread; one frame buffer, repeated (the host copies each)
+      ctx.host.encodeMp4(Array.from({ length: req.seconds * 8 }, () => frame), { width: req.width, height: req.height, fps: 8 })
         .then(async (mp4) => {
-          await new Promise((res) => setTimeout(res, Math.max(0, renderMs - (Date.now() - started))));
+          await new Promise((res) => setTimeout(res, Math.max(0, ctx.options.renderMs - (Date.now() - started))));
           if (!job.cancelled) job.result = { state: "succeeded", mp4 };
         })
         .catch((err) => { job.result = { state: "failed", code: "encode_failed", message: String((err as Error).message ?? err) }; });

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { PluginError, type EmbeddingsCapability, type ModelInstance, type PluginContext } from "../../src/plugin-sdk/index.ts";
+import { checkOptions, PluginError, type EmbeddingsCapability, type ModelInstance, type PluginContext } from "@reelay/plugin-sdk";
+import { testCall } from "../../test/support/plugin-context.ts";
 import plugin from "./index.ts";
 
 function testContext(options: Record<string, unknown> = {}): PluginContext {
@@ -25,11 +26,11 @@ const cosine = (a: Float32Array, b: Float32Array) => a.reduce((sum, x, i) => sum
 
 let instance: ModelInstance;
 let emb: EmbeddingsCapability;
-const embedOne = async (text: string) => (await emb.embed({ body: {}, inputs: [text] }, { signal: signal() })).data[0]!.embedding as Float32Array;
+const embedOne = async (text: string) => (await emb.embed({ body: { model: "use-lite", input: [] }, inputs: [text] }, testCall())).data[0]!.embedding as Float32Array;
 
 beforeAll(async () => {
   instance = await plugin.create(testContext({ batchWindowMs: 5, maxBatchSize: 64 }));
-  await instance.load!({ signal: signal() });
+  await instance.load!(testCall());
   emb = instance.embeddings!;
 });
 afterAll(() => instance?.close?.());
@@ -37,8 +38,8 @@ afterAll(() => instance?.close?.());
 describe("local-embeddings", () => {
   test("declares use-lite and rejects bad options", () => {
     expect(plugin.models?.map((m) => m.id)).toEqual(["use-lite"]);
-    expect(plugin.validateOptions!({})).toEqual([]);
-    expect(plugin.validateOptions!({ backend: "gpu", maxBatchSize: 0, batchWindowMs: "3" }).length).toBe(3);
+    expect(checkOptions(plugin.options!, {}).problems).toEqual([]);
+    expect(checkOptions(plugin.options!, { backend: "gpu", maxBatchSize: 0, batchWindowMs: "3" }).problems.map((p) => p.option)).toEqual(["backend", "batchWindowMs", "maxBatchSize"]);
     expect(emb.supportsDimensions).toBe(false);
   });
 
@@ -63,14 +64,14 @@ describe("local-embeddings", () => {
     ["It is raining heavily outside.", "There is a downpour out there.", "The report is due on Friday."],
   ];
   test.each(triples)("%p is closer to its paraphrase than to an unrelated sentence", async (anchor, paraphrase, unrelated) => {
-    const { data } = await emb.embed({ body: {}, inputs: [anchor, paraphrase, unrelated] }, { signal: signal() });
+    const { data } = await emb.embed({ body: { model: "use-lite", input: [] }, inputs: [anchor, paraphrase, unrelated] }, testCall());
     const [a, p, u] = data.map((d) => d.embedding as Float32Array);
     expect(cosine(a!, p!)).toBeGreaterThan(cosine(a!, u!));
   });
 
   test("50 concurrent single-sentence calls give the vectors of one batched call", async () => {
     const sentences = Array.from({ length: 50 }, (_, i) => `Sentence number ${i} talks about ${["cats", "ships", "rain", "code", "tea"][i % 5]}.`);
-    const batched = await emb.embed({ body: {}, inputs: sentences }, { signal: signal() });
+    const batched = await emb.embed({ body: { model: "use-lite", input: [] }, inputs: sentences }, testCall());
     const single = await Promise.all(sentences.map((s) => embedOne(s)));
     expect(batched.data.map((d) => d.index)).toEqual(sentences.map((_, i) => i));
     single.forEach((v, i) => {
@@ -81,9 +82,9 @@ describe("local-embeddings", () => {
 
   test("an aborted caller is rejected and the others still get their vectors", async () => {
     const aborted = new AbortController();
-    const first = emb.embed({ body: {}, inputs: ["Kept sentence one."] }, { signal: signal() });
-    const dropped = emb.embed({ body: {}, inputs: ["Dropped sentence."] }, { signal: aborted.signal });
-    const second = emb.embed({ body: {}, inputs: ["Kept sentence two."] }, { signal: signal() });
+    const first = emb.embed({ body: { model: "use-lite", input: [] }, inputs: ["Kept sentence one."] }, testCall());
+    const dropped = emb.embed({ body: { model: "use-lite", input: [] }, inputs: ["Dropped sentence."] }, testCall({ signal: aborted.signal }));
+    const second = emb.embed({ body: { model: "use-lite", input: [] }, inputs: ["Kept sentence two."] }, testCall());
     aborted.abort(new Error("client went away"));
     await expect(dropped).rejects.toThrow("client went away");
     expect((await first).data[0]!.embedding).toEqual(await embedOne("Kept sentence one."));
@@ -96,14 +97,14 @@ describe("local-embeddings", () => {
     expect(await emb.countTokens!(inputs)).toEqual(counts);
     for (const c of counts) expect(c).toBeGreaterThan(0);
     expect(counts[0]).toBe(5); // ids 728 446 31 19 54, as the official USE tokenizer gives
-    const { usage } = await emb.embed({ body: {}, inputs }, { signal: signal() });
+    const { usage } = await emb.embed({ body: { model: "use-lite", input: [] }, inputs }, testCall());
     const sum = counts.reduce((a, b) => a + b, 0);
     expect(usage).toEqual({ prompt_tokens: sum, total_tokens: sum });
   });
 
   test("an empty string is an invalid request naming input", async () => {
     expect(await emb.countTokens!([""])).toEqual([0]);
-    const err = await emb.embed({ body: {}, inputs: ["fine", ""] }, { signal: signal() }).catch((e) => e);
+    const err = await emb.embed({ body: { model: "use-lite", input: [] }, inputs: ["fine", ""] }, testCall()).catch((e) => e);
     expect(err).toBeInstanceOf(PluginError);
     expect(err.kind).toBe("invalid_request");
     expect(err.param).toBe("input");

@@ -17,10 +17,10 @@
  * Empty strings are rejected (400, param "input"), as OpenAI does: they have no tokens, and the
  * model's sparse input has no row for them.
  */
-import { PLUGIN_API_VERSION, PluginError, type EmbeddingsCapability, type ModelInstance, type PluginContext, type ReelayPlugin } from "../../src/plugin-sdk/index.ts";
+import { definePlugin, PluginError, type EmbeddingsCapability, type ModelInstance, type PluginContext } from "@reelay/plugin-sdk";
 import { MicroBatcher } from "./micro-batcher.ts";
 import { loadVocabularySync } from "./vocabulary.ts";
-import { parseOptions, problemsWithOptions, type LocalEmbeddingsOptions } from "./options.ts";
+import { LocalEmbeddingsOptions, parseOptions } from "./options.ts";
 import { SentencePieceTokenizer } from "./tokenizer.ts";
 import { InferencePool } from "./worker-pool.ts";
 import { ThroughputMeter } from "./throughput-meter.ts";
@@ -181,10 +181,9 @@ function warmUpBatch(options: LocalEmbeddingsOptions): number[][] {
   return Array.from({ length: rows }, (_, r) => Array.from({ length: 16 }, (_, i) => 100 + ((r * 16 + i) % 7000)));
 }
 
-export default {
+export default definePlugin({
   name: "local-embeddings",
-  apiVersion: PLUGIN_API_VERSION,
+  options: LocalEmbeddingsOptions,
   models: [{ id: "use-lite", pricing: { inputPerMillion: 20_000 }, ownedBy: "reelay" }],
-  validateOptions: problemsWithOptions,
   create,
-} satisfies ReelayPlugin;
+});

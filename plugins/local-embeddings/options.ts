@@ -1,24 +1,9 @@
-import type { BackendChoice } from "./tf-backend.ts";
-
-export interface LocalEmbeddingsOptions {
-  /** directory with model.json, its weight shards and vocab.json (default: the embedded files) */
-  modelDir?: string;
-  backend: BackendChoice;
-  /** how long the first sentence of a batch waits for company, ms */
-  batchWindowMs: number;
-  /** sentences per batch at most */
-  maxBatchSize: number;
-  /** padded tokens per batch at most (sentences × the longest one) */
-  maxBatchTokens: number;
-  /** tokens waiting for a worker at most; beyond, 503 + Retry-After */
-  maxQueuedTokens: number;
-  /** inference threads, each with its own copy of the model; 0: on the main thread */
-  workers: number;
-}
+/** Per-model options of local-embeddings: a schema the host validates at boot; defaults chosen by measurement. */
+import { Type, type Static } from "@reelay/plugin-sdk";
 
 /** Chosen by measurement (bench/embeddings.ts; README "Embeddings"). */
-export const DEFAULTS: Omit<LocalEmbeddingsOptions, "modelDir"> = {
-  backend: "auto",
+export const DEFAULTS = {
+  backend: "auto" as const,
   batchWindowMs: 3,
   maxBatchSize: 32,
   maxBatchTokens: 2048,
@@ -28,26 +13,22 @@ export const DEFAULTS: Omit<LocalEmbeddingsOptions, "modelDir"> = {
   workers: 2,
 };
 
-const BACKENDS: BackendChoice[] = ["auto", "wasm", "tensorflow"];
-const INTEGER_RANGES = { maxBatchSize: [1, 1024], maxBatchTokens: [128, 65_536], maxQueuedTokens: [1, 100_000_000], workers: [0, 16] } as const;
+const int = (minimum: number, maximum: number, fallback: number, description: string) => Type.Integer({ minimum, maximum, default: fallback, description });
 
-export function problemsWithOptions(options: Record<string, unknown>): string[] {
-  const problems: string[] = [];
-  const { modelDir, backend, batchWindowMs } = options;
-  if (modelDir !== undefined && (typeof modelDir !== "string" || modelDir === "")) problems.push("modelDir: must be a non-empty path");
-  if (backend !== undefined && !BACKENDS.includes(backend as BackendChoice)) problems.push(`backend: must be one of ${BACKENDS.join(", ")}`);
-  if (batchWindowMs !== undefined && !(typeof batchWindowMs === "number" && batchWindowMs >= 0 && batchWindowMs <= 1000)) {
-    problems.push("batchWindowMs: must be a number from 0 to 1000");
-  }
-  for (const [key, [lo, hi]] of Object.entries(INTEGER_RANGES)) {
-    const v = options[key];
-    if (v !== undefined && !(Number.isInteger(v) && (v as number) >= lo && (v as number) <= hi)) problems.push(`${key}: must be an integer from ${lo} to ${hi}`);
-  }
-  return problems;
-}
+export const LocalEmbeddingsOptions = Type.Object({
+  /** directory with model.json, its weight shards and vocab.json (default: the embedded files) */
+  modelDir: Type.Optional(Type.String({ minLength: 1 })),
+  backend: Type.Union([Type.Literal("auto"), Type.Literal("wasm"), Type.Literal("tensorflow")], { default: DEFAULTS.backend }),
+  batchWindowMs: Type.Number({ minimum: 0, maximum: 1000, default: DEFAULTS.batchWindowMs, description: "how long the first sentence of a batch waits for company, ms" }),
+  maxBatchSize: int(1, 1024, DEFAULTS.maxBatchSize, "sentences per batch at most"),
+  maxBatchTokens: int(128, 65_536, DEFAULTS.maxBatchTokens, "padded tokens per batch at most (sentences × the longest one)"),
+  maxQueuedTokens: int(1, 100_000_000, DEFAULTS.maxQueuedTokens, "tokens waiting for a worker at most; beyond, 503 + Retry-After"),
+  workers: int(0, 16, DEFAULTS.workers, "inference threads, each with its own copy of the model; 0: on the main thread"),
+}, { additionalProperties: false });
 
+export type LocalEmbeddingsOptions = Static<typeof LocalEmbeddingsOptions>;
+
+/** The host fills defaults in; this does too, for code that creates the plugin directly (tests, benchmarks). */
 export function parseOptions(options: Record<string, unknown>): LocalEmbeddingsOptions {
-  const problems = problemsWithOptions(options);
-  if (problems.length > 0) throw new Error(`local-embeddings options: ${problems.join("; ")}`);
   return { ...DEFAULTS, ...(Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) as Partial<LocalEmbeddingsOptions>) };
 }

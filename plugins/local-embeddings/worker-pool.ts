@@ -8,7 +8,7 @@
  * independent workers already keep both cores busy, so what sharing would save is memory only
  * (one 28 MB copy of the weights and one activation heap).
  */
-import { workerUrl } from "../../src/workers/worker-url.ts";
+import { workerUrl } from "@reelay/plugin-sdk";
 import type { BackendChoice } from "./tf-backend.ts";
 
 interface Slot {

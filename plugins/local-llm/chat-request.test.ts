@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { PluginError } from "../../src/plugin-sdk/index.ts";
+import { PluginError } from "@reelay/plugin-sdk";
 import { parseChatRequest } from "./chat-request.ts";
 
 const messages = [{ role: "user", content: "Once upon a time" }];

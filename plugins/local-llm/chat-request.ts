@@ -4,7 +4,7 @@
  * of being silently ignored; parameters that change nothing for a local model (user, metadata …)
  * are accepted. `top_k`, `min_p` and `repeat_penalty` are accepted as llama.cpp-server extensions.
  */
-import { PluginError } from "../../src/plugin-sdk/index.ts";
+import { PluginError } from "@reelay/plugin-sdk";
 
 export interface ChatMessage {
   role: "system" | "user" | "assistant";

@@ -8,16 +8,18 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { getLlama, JinjaTemplateChatWrapper, LlamaLogLevel, type Llama, type LlamaModel, type Token } from "node-llama-cpp";
-import type { ChatStreamEvent, ModelInstance, PluginContext } from "../../src/plugin-sdk/index.ts";
-import { PluginError } from "../../src/plugin-sdk/index.ts";
-import { testPluginContext } from "../../src/plugin-sdk/testing.ts";
+import { checkOptions, PluginError, type ChatCompletionRequest, type ChatStreamEvent, type ModelInstance, type PluginContext } from "@reelay/plugin-sdk";
+import { testCall, testPluginContext as sdkContext, type TestContextOverrides } from "@reelay/plugin-sdk/testing";
 import { embeddedModelPath } from "./embedded-model.ts";
 import { withStringMetadata } from "./gguf-metadata.ts";
 import plugin from "./index.ts";
 import { TokenText } from "./token-text.ts";
 
-const STORY = [{ role: "user", content: "Once upon a time" }];
+const STORY: ChatCompletionRequest["messages"] = [{ role: "user", content: "Once upon a time" }];
 const signal = () => new AbortController().signal;
+/** options checked and defaults filled in, as the host does */
+const testPluginContext = (options: Record<string, unknown>, over: TestContextOverrides = {}) => sdkContext(options, { plugin, ...over });
+const body = (b: Record<string, unknown>) => ({ model: "m", messages: STORY, ...b }) as ChatCompletionRequest;
 const text = (r: { completion: any }) => r.completion.choices[0].message.content as string;
 
 let llama: Llama;
@@ -44,10 +46,10 @@ async function loaded(context: PluginContext): Promise<ModelInstance> {
   return m;
 }
 
-const complete = (body: Record<string, unknown>, s = signal()) => instance.chat!.complete({ model: "m", messages: STORY, ...body }, { signal: s });
-async function streamed(body: Record<string, unknown>) {
+const complete = (b: Record<string, unknown>, s = signal()) => instance.chat!.complete(body(b), testCall({ signal: s }));
+async function streamed(b: Record<string, unknown>) {
   const events: ChatStreamEvent[] = [];
-  for await (const e of await instance.chat!.stream({ model: "m", messages: STORY, stream: true, ...body }, { signal: signal() })) events.push(e);
+  for await (const e of await instance.chat!.stream!(body({ stream: true, ...b }), testCall())) events.push(e);
   return events;
 }
 
@@ -58,7 +60,7 @@ describe("answers on the embedded stories260K", () => {
     expect(r.completion).toMatchObject({ object: "chat.completion", model: "test-model", choices: [{ index: 0, message: { role: "assistant" }, finish_reason: "length" }] });
     expect(r.completion.id).toMatch(/^chatcmpl-/);
     expect(r.usage).toEqual({ prompt_tokens: promptTokens, completion_tokens: 12, total_tokens: promptTokens + 12 });
-    expect(r.completion.usage).toEqual(r.usage);
+    expect(r.completion.usage as unknown).toEqual(r.usage);
     // greedy decoding reproduces what node-llama-cpp generates directly, token for token
     const seq = (await reference.createContext({ contextSize: 512, threads: 1 })).getSequence();
     const direct: Token[] = [];
@@ -110,7 +112,7 @@ describe("answers on the embedded stories260K", () => {
   test("no max_tokens: the answer stops at the model's maxOutputTokens", async () => {
     const capped = await loaded(testPluginContext({ contextSize: 512, parallel: 1, threads: 1 }, { model: { pricing: {}, maxOutputTokens: 7 } }));
     try {
-      const r = await capped.chat!.complete({ messages: STORY, temperature: 0 }, { signal: signal() });
+      const r = await capped.chat!.complete(body({ messages: STORY, temperature: 0 }), testCall({ signal: signal() }));
       expect(r.usage!.completion_tokens).toBe(7);
       expect(r.completion.choices[0].finish_reason).toBe("length");
     } finally {
@@ -148,10 +150,10 @@ describe("concurrency", () => {
     const small = await loaded(testPluginContext({ contextSize: 512, parallel: 1, maxQueue: 1, threads: 1 }));
     try {
       // a stream holds its sequence while its consumer does not read (pull-based decoding)
-      const holder = (await small.chat!.stream({ messages: STORY, max_tokens: 200 }, { signal: signal() }))[Symbol.asyncIterator]();
+      const holder = (await small.chat!.stream!(body({ messages: STORY, max_tokens: 200 }), testCall({ signal: signal() })))[Symbol.asyncIterator]();
       await holder.next();
-      const queued = small.chat!.complete({ messages: STORY, max_tokens: 5, temperature: 0 }, { signal: signal() });
-      const refused = await small.chat!.complete({ messages: STORY, max_tokens: 5 }, { signal: signal() }).catch((e) => e);
+      const queued = small.chat!.complete(body({ messages: STORY, max_tokens: 5, temperature: 0 }), testCall({ signal: signal() }));
+      const refused = await small.chat!.complete(body({ messages: STORY, max_tokens: 5 }), testCall({ signal: signal() })).catch((e) => e);
       expect(refused).toBeInstanceOf(PluginError);
       expect(refused).toMatchObject({ kind: "overloaded", code: "model_overloaded" });
       expect(refused.retryAfterSeconds).toBeGreaterThanOrEqual(1);
@@ -168,10 +170,10 @@ describe("concurrency", () => {
     const small = await loaded(local);
     try {
       const client = new AbortController();
-      const events = (await small.chat!.stream({ messages: STORY, max_tokens: 400, temperature: 0 }, { signal: client.signal }))[Symbol.asyncIterator]();
+      const events = (await small.chat!.stream!(body({ messages: STORY, max_tokens: 400, temperature: 0 }), testCall({ signal: client.signal })))[Symbol.asyncIterator]();
       for (let i = 0; i < 10; i++) await events.next();
       const waiter = new AbortController();
-      const waiting = small.chat!.complete({ messages: STORY, max_tokens: 5 }, { signal: waiter.signal }).catch((e) => e);
+      const waiting = small.chat!.complete(body({ messages: STORY, max_tokens: 5 }), testCall({ signal: waiter.signal })).catch((e) => e);
       waiter.abort(new Error("client went away"));
       expect(await waiting).toEqual(new Error("client went away"));
       client.abort(new Error("client went away"));
@@ -180,7 +182,7 @@ describe("concurrency", () => {
       expect(stopped.fields!.completionTokens).toBeLessThan(20);
       expect(stopped.fields!.tokensAfterAbort).toBeLessThanOrEqual(1);
       // the sequence is free again: a new request runs at once instead of queueing behind 390 tokens
-      expect((await small.chat!.complete({ messages: STORY, max_tokens: 3 }, { signal: signal() })).usage!.completion_tokens).toBe(3);
+      expect((await small.chat!.complete(body({ messages: STORY, max_tokens: 3 }), testCall({ signal: signal() }))).usage!.completion_tokens).toBe(3);
     } finally {
       await small.close?.();
     }
@@ -204,7 +206,7 @@ describe("a GGUF with a chat template", () => {
     const templated = await loaded(local);
     try {
       expect(local.logs.find((l) => l.msg === "local model loaded")!.fields).toMatchObject({ promptFormat: "template", chatWrapper: "JinjaTemplate", modelPath: path });
-      const r = await templated.chat!.complete({ messages: [{ role: "system", content: "Tell a story." }, { role: "user", content: "Once upon a time" }], max_tokens: 16, temperature: 0 }, { signal: signal() });
+      const r = await templated.chat!.complete(body({ messages: [{ role: "system", content: "Tell a story." }, { role: "user", content: "Once upon a time" }], max_tokens: 16, temperature: 0 }), testCall({ signal: signal() }));
 
       const model = await llama.loadModel({ modelPath: path });
       const wrapper = new JinjaTemplateChatWrapper({ template: model.fileInfo.metadata.tokenizer.chat_template!, tokenizer: model.tokenizer });
@@ -234,16 +236,11 @@ describe("a GGUF with a chat template", () => {
 
 describe("options", () => {
   test("each problem names the option", () => {
-    expect(plugin.validateOptions({})).toEqual([]);
-    expect(plugin.validateOptions({ modelPath: "/nonexistent/model.gguf", parallel: 0, maxQueue: -1, threads: 1.5, contextSize: 10, promptFormat: "chatml", gpu: true })).toEqual([
-      'unknown option "gpu" (known: modelPath, contextSize, parallel, maxQueue, threads, promptFormat)',
-      '"modelPath": no file at /nonexistent/model.gguf',
-      '"contextSize" must be an integer from 64 to 1048576',
-      '"parallel" must be an integer from 1 to 64',
-      '"maxQueue" must be an integer from 0 to 100000',
-      '"threads" must be an integer from 1 to 256',
-      '"promptFormat" must be one of auto, template, plain',
-    ]);
+    expect(checkOptions(plugin.options!, {}).problems).toEqual([]);
+    const { problems } = checkOptions(plugin.options!, { modelPath: "", parallel: 0, maxQueue: -1, threads: 1.5, contextSize: 10, promptFormat: "chatml", gpu: true });
+    expect(problems.map((p) => p.option)).toEqual(["gpu", "modelPath", "contextSize", "parallel", "maxQueue", "threads", "promptFormat"].sort((a, b) => problems.findIndex((p) => p.option === a) - problems.findIndex((p) => p.option === b)));
+    expect(problems.find((p) => p.option === "promptFormat")!.message).toBe('must be one of "auto", "template", "plain" (got "chatml")');
+    expect(plugin.validateOptions!({ modelPath: "/nonexistent/model.gguf", parallel: 1, maxQueue: 0, promptFormat: "auto" })).toEqual(['option "modelPath": no file at /nonexistent/model.gguf']);
   });
 
   test("a file that is not a GGUF fails to load with llama.cpp's reason", async () => {

@@ -11,14 +11,11 @@
  * Answers are OpenAI's shapes (openai-shapes.ts); usage is counted in the model's own tokens.
  */
 import type { LlamaContext, LlamaContextSequence, LlamaModel } from "node-llama-cpp";
-import {
-  PLUGIN_API_VERSION, PluginError,
-  type ChatCapability, type ChatStreamEvent, type ModelInstance, type PluginContext, type ReelayPlugin,
-} from "../../src/plugin-sdk/index.ts";
+import { definePlugin, PluginError, type Static, type ChatCapability, type ChatCompletionRequest, type ChatStreamEvent, type ModelInstance, type PluginContext } from "@reelay/plugin-sdk";
 import { parseChatRequest, type ChatParams } from "./chat-request.ts";
 import { generate, type FinishReason, type GenerationStats } from "./generate.ts";
 import { chunkEvent, completionObject, DONE_EVENT, newAnswer, usageEvent, usageOf } from "./openai-shapes.ts";
-import { parseOptions, validateOptions, type LocalLlmOptions } from "./options.ts";
+import { LocalLlmOptions, parseOptions, validateOptions } from "./options.ts";
 import type { Prompt, PromptRenderer } from "./prompt.ts";
 import { SequencePool } from "./sequence-pool.ts";
 
@@ -32,9 +29,9 @@ export const STORIES_DESCRIPTION =
   "(send the start of a story, e.g. \"Once upon a time\"); it does not follow instructions or answer questions. " +
   "For real use, configure a local-llm model with modelPath pointing at a chat GGUF.";
 
-export default {
+export default definePlugin({
   name: "local-llm",
-  apiVersion: PLUGIN_API_VERSION,
+  options: LocalLlmOptions,
   models: [
     {
       id: "stories260k",
@@ -50,12 +47,10 @@ export default {
   ],
   validateOptions,
   create,
-} satisfies ReelayPlugin;
+});
 
 /** Cheap: options only. llama.cpp, the weights and the context sequences come in `load`. */
-function create(ctx: PluginContext): ModelInstance {
-  const problems = validateOptions(ctx.options);
-  if (problems.length) throw new Error(`local-llm options: ${problems.join("; ")}`);
+function create(ctx: PluginContext<Static<typeof LocalLlmOptions>>): ModelInstance {
   const opts = parseOptions(ctx.options);
   const closing = new AbortController();
   let loaded: Loaded | undefined;
@@ -139,7 +134,7 @@ interface Job {
 
 function chatCapability(ctx: PluginContext, get: () => Loaded, closing: AbortSignal): ChatCapability {
   /** Everything that can be refused is refused here, before the request waits for a sequence. */
-  const prepare = (body: Record<string, unknown>, signal: AbortSignal): Job => {
+  const prepare = (body: ChatCompletionRequest, signal: AbortSignal): Job => {
     const d = get();
     const params = parseChatRequest(body);
     const prompt = d.prompts.render(params.messages);

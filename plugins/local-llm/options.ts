@@ -1,27 +1,25 @@
-/** Per-model options of the local-llm plugin: validation (boot) and parsing with defaults. */
+/** Per-model options of the local-llm plugin: a schema the host validates at boot, plus the file check. */
 import { existsSync, statSync } from "node:fs";
 import { availableParallelism } from "node:os";
+import { Type, type Static } from "@reelay/plugin-sdk";
 
-export type PromptFormat = "auto" | "template" | "plain";
-
-export interface LocalLlmOptions {
-  /** a GGUF file; undefined = the embedded stories260K model */
-  modelPath?: string;
-  /** tokens of context per sequence (prompt + answer); undefined = the model's training context, at most 4096 */
-  contextSize?: number;
+export const LocalLlmOptions = Type.Object({
+  /** a GGUF file; unset = the embedded stories260K model */
+  modelPath: Type.Optional(Type.String({ minLength: 1, description: "the path of a .gguf file" })),
+  /** tokens of context per sequence (prompt + answer); unset = the model's training context, at most 4096 */
+  contextSize: Type.Optional(Type.Integer({ minimum: 64, maximum: 1_048_576 })),
   /** requests decoded at once, each on its own context sequence */
-  parallel: number;
+  parallel: Type.Integer({ minimum: 1, maximum: 64, default: 2 }),
   /** requests waiting for a free sequence; one more gets 503 + Retry-After */
-  maxQueue: number;
-  /** CPU threads per decode step */
-  threads: number;
+  maxQueue: Type.Integer({ minimum: 0, maximum: 100_000, default: 32 }),
+  /** CPU threads per decode step; unset = defaultThreads() */
+  threads: Type.Optional(Type.Integer({ minimum: 1, maximum: 256 })),
   /** "auto": the GGUF's chat template when it has one, else plain text */
-  promptFormat: PromptFormat;
-}
+  promptFormat: Type.Union([Type.Literal("auto"), Type.Literal("template"), Type.Literal("plain")], { default: "auto" }),
+}, { additionalProperties: false });
 
-const KNOWN = new Set(["modelPath", "contextSize", "parallel", "maxQueue", "threads", "promptFormat"]);
-const FORMATS: PromptFormat[] = ["auto", "template", "plain"];
-const INT_RANGES = { contextSize: [64, 1_048_576], parallel: [1, 64], maxQueue: [0, 100_000], threads: [1, 256] } as const;
+export type LocalLlmOptions = Static<typeof LocalLlmOptions> & { threads: number };
+export type PromptFormat = LocalLlmOptions["promptFormat"];
 
 /**
  * llama.cpp spins its worker threads while decoding: more threads than free physical cores makes
@@ -33,29 +31,12 @@ export function defaultThreads(): number {
   return Math.max(1, Math.min(8, Math.floor(availableParallelism() / 2)));
 }
 
-export function validateOptions(o: Record<string, unknown>): string[] {
-  const problems: string[] = [];
-  for (const key of Object.keys(o)) if (!KNOWN.has(key)) problems.push(`unknown option "${key}" (known: ${[...KNOWN].join(", ")})`);
-  if (o.modelPath !== undefined) {
-    if (typeof o.modelPath !== "string" || o.modelPath === "") problems.push(`"modelPath" must be the path of a .gguf file`);
-    else if (!existsSync(o.modelPath) || !statSync(o.modelPath).isFile()) problems.push(`"modelPath": no file at ${o.modelPath}`);
-  }
-  for (const [key, [lo, hi]] of Object.entries(INT_RANGES)) {
-    const v = o[key];
-    if (v !== undefined && !(Number.isInteger(v) && (v as number) >= lo && (v as number) <= hi)) problems.push(`"${key}" must be an integer from ${lo} to ${hi}`);
-  }
-  if (o.promptFormat !== undefined && !FORMATS.includes(o.promptFormat as PromptFormat)) problems.push(`"promptFormat" must be one of ${FORMATS.join(", ")}`);
-  return problems;
+/** What the schema cannot check: the model file exists. */
+export function validateOptions(o: Static<typeof LocalLlmOptions>): string[] {
+  if (typeof o.modelPath === "string" && !(existsSync(o.modelPath) && statSync(o.modelPath).isFile())) return [`option "modelPath": no file at ${o.modelPath}`];
+  return [];
 }
 
-/** Assumes validateOptions found no problems. */
-export function parseOptions(o: Record<string, unknown>): LocalLlmOptions {
-  return {
-    modelPath: o.modelPath as string | undefined,
-    contextSize: o.contextSize as number | undefined,
-    parallel: (o.parallel as number | undefined) ?? 2,
-    maxQueue: (o.maxQueue as number | undefined) ?? 32,
-    threads: (o.threads as number | undefined) ?? defaultThreads(),
-    promptFormat: (o.promptFormat as PromptFormat | undefined) ?? "auto",
-  };
+export function parseOptions(o: Static<typeof LocalLlmOptions>): LocalLlmOptions {
+  return { ...o, threads: o.threads ?? defaultThreads() };
 }

@@ -4,7 +4,7 @@
  * minutes. A waiting request whose client goes away leaves the queue. A returned sequence is reset
  * (its KV cache cleared) before anyone gets it, off the next request's time to first token.
  */
-import { PluginError } from "../../src/plugin-sdk/index.ts";
+import { PluginError } from "@reelay/plugin-sdk";
 
 export interface Lease<S> {
   sequence: S;

@@ -13,26 +13,24 @@
  * clip in 1.9 s, a fresh one in 4.6 s); a pair idle for `idleWorkersMs` is closed, so a server
  * that rendered once does not keep ~4 threads and their encoder heaps for good.
  */
-import { PLUGIN_API_VERSION, PluginError, type ModelInstance, type PluginContext, type ReelayPlugin, type VideoRequest } from "../../src/plugin-sdk/index.ts";
-import { ImageDecodeError } from "../../src/media/index.ts";
+import { definePlugin, isPluginError, PluginError, type HostServices, type ModelInstance, type PluginContext, type VideoRequest } from "@reelay/plugin-sdk";
 import { RenderError, RenderPipeline } from "./render-pipeline.ts";
 import { JobTable } from "./job-table.ts";
-import { parseOptions, problemsWithOptions, type PreviewOptions } from "./options.ts";
+import { parseOptions, PreviewOptions } from "./options.ts";
 
 export const FPS = 16;
 
-export default {
+export default definePlugin({
   name: "preview-video",
-  apiVersion: PLUGIN_API_VERSION,
   // the embedded default video model: 0.030 USD per second of output
   models: [{ id: "preview-motion", pricing: { perSecond: 30_000 }, ownedBy: "reelay" }],
-  validateOptions: problemsWithOptions,
-  create(ctx: PluginContext): ModelInstance {
+  options: PreviewOptions,
+  create(ctx) {
     return createPreviewRenderer(parseOptions(ctx.options), ctx);
   },
-} satisfies ReelayPlugin;
+});
 
-export function createPreviewRenderer(opts: PreviewOptions, ctx: Pick<PluginContext, "logger">): ModelInstance {
+export function createPreviewRenderer(opts: PreviewOptions, ctx: Pick<PluginContext, "logger" | "host">): ModelInstance {
   const table = new JobTable({ resultTtlMs: opts.resultTtlMs, maxFinished: opts.maxUnpolledResults });
   const waiting: Array<{ handle: string; req: VideoRequest; controller: AbortController }> = [];
   const running = new Map<string, AbortController>();
@@ -64,7 +62,7 @@ export function createPreviewRenderer(opts: PreviewOptions, ctx: Pick<PluginCont
       running.set(next.handle, next.controller);
       table.set(next.handle, { state: "running", progress: 0 });
       let pipeline = unpark();
-      if (!pipeline) all.add((pipeline = new RenderPipeline(FPS)));
+      if (!pipeline) all.add((pipeline = new RenderPipeline(FPS, ctx.host)));
       const slot = pipeline;
       void slot
         .render(next.req, opts, next.controller.signal, (progress) => {
@@ -136,13 +134,15 @@ function validateRequest(req: VideoRequest): void {
 }
 
 function describeFailure(err: unknown): { code: string; message: string } {
-  if (err instanceof ImageDecodeError || (err instanceof RenderError && err.code === "invalid_image")) return { code: "invalid_image", message: err.message };
+  // the host's decoder says invalid_image for a source it cannot read (the submit checked it, so rare)
+  if (isPluginError(err) && err.code === "invalid_image") return { code: "invalid_image", message: err.message };
+  if (err instanceof RenderError && err.code === "invalid_image") return { code: "invalid_image", message: err.message };
   return { code: "render_failed", message: "the preview renderer failed" };
 }
 
-/** One job on a throwaway pipeline (tests, benchmarks); the plugin keeps one pipeline per slot. */
-export async function render(req: VideoRequest, opts: Pick<PreviewOptions, "quantizer">, signal: AbortSignal, onProgress: (p: number) => void): Promise<Uint8Array> {
-  const pipeline = new RenderPipeline(FPS);
+/** One job on a throwaway pipeline (tests, benchmarks, the fake GPU worker); the plugin keeps one pipeline per slot. */
+export async function render(req: VideoRequest, opts: Pick<PreviewOptions, "quantizer">, signal: AbortSignal, onProgress: (p: number) => void, host: Pick<HostServices, "decodeImage" | "encodeMp4">): Promise<Uint8Array> {
+  const pipeline = new RenderPipeline(FPS, host);
   try {
     return await pipeline.render(req, opts, signal, onProgress);
   } finally {

@@ -4,7 +4,7 @@
  * a time, so an instance that nobody polls cannot fill its memory with MP4s (a 5 s clip is ~1 MB).
  * A handle this table does not know (evicted, expired, or from before a restart) polls as "lost".
  */
-import type { VideoPollResult } from "../../src/plugin-sdk/index.ts";
+import type { VideoPollResult } from "@reelay/plugin-sdk";
 
 export type JobState =
   | { state: "queued" }

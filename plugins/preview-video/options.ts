@@ -1,38 +1,22 @@
-export interface PreviewOptions {
-  maxConcurrency: number;
-  resultTtlMs: number;
-  maxQueued: number;
-  /** finished results kept for the host to poll; beyond this the oldest become "lost" */
-  maxUnpolledResults: number;
-  quantizer: number;
-  /** a warm render worker pair unused this long is closed */
-  idleWorkersMs: number;
-}
+/** Per-model options of preview-video: a schema the host validates at boot (defaults filled in). */
+import { Type, type Static } from "@reelay/plugin-sdk";
 
-const DEFAULTS: PreviewOptions = { maxConcurrency: 2, resultTtlMs: 10 * 60_000, maxQueued: 32, maxUnpolledResults: 16, quantizer: 30, idleWorkersMs: 120_000 };
+export const DEFAULTS = { maxConcurrency: 2, resultTtlMs: 10 * 60_000, maxQueued: 32, maxUnpolledResults: 16, quantizer: 30, idleWorkersMs: 120_000 };
 
-const RANGES: Record<keyof PreviewOptions, [number, number]> = {
-  maxConcurrency: [1, 64],
-  resultTtlMs: [1_000, 24 * 3_600_000],
-  maxQueued: [1, 10_000],
-  maxUnpolledResults: [1, 1_000],
-  quantizer: [10, 51],
-  idleWorkersMs: [100, 24 * 3_600_000],
-};
+const int = (minimum: number, maximum: number, fallback: number, description: string) => Type.Integer({ minimum, maximum, default: fallback, description });
 
-export function problemsWithOptions(options: Record<string, unknown>): string[] {
-  const problems: string[] = [];
-  for (const key of Object.keys(RANGES) as Array<keyof PreviewOptions>) {
-    const v = options[key];
-    if (v === undefined) continue;
-    const [lo, hi] = RANGES[key];
-    if (typeof v !== "number" || !Number.isInteger(v) || v < lo || v > hi) problems.push(`${key}: must be an integer ${lo}..${hi}`);
-  }
-  return problems;
-}
+export const PreviewOptions = Type.Object({
+  maxConcurrency: int(1, 64, DEFAULTS.maxConcurrency, "renders at once (one keeps a core busy drawing, the host's encoder another)"),
+  resultTtlMs: int(1_000, 24 * 3_600_000, DEFAULTS.resultTtlMs, "how long a finished result waits to be polled"),
+  maxQueued: int(1, 10_000, DEFAULTS.maxQueued, "jobs waiting for a slot; past it a submit gets 503"),
+  maxUnpolledResults: int(1, 1_000, DEFAULTS.maxUnpolledResults, "finished results kept for the host to poll; beyond, the oldest become lost"),
+  quantizer: int(10, 51, DEFAULTS.quantizer, "H.264 QP: 10 best … 51 smallest"),
+  idleWorkersMs: int(100, 24 * 3_600_000, DEFAULTS.idleWorkersMs, "a warm frames worker unused this long is closed"),
+}, { additionalProperties: false });
 
+export type PreviewOptions = Static<typeof PreviewOptions>;
+
+/** The host fills defaults in; this does too, for code that creates the renderer directly (tests, benchmarks). */
 export function parseOptions(options: Record<string, unknown>): PreviewOptions {
-  const problems = problemsWithOptions(options);
-  if (problems.length) throw new Error(`preview-video options: ${problems.join("; ")}`);
   return { ...DEFAULTS, ...(Object.fromEntries(Object.keys(DEFAULTS).filter((k) => options[k] !== undefined).map((k) => [k, options[k]])) as Partial<PreviewOptions>) };
 }

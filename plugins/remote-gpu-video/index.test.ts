@@ -1,8 +1,8 @@
 import { afterAll, beforeEach, describe, expect, test } from "bun:test";
-import { PluginError, type ModelInstance, type VideoPollResult, type VideoRequest } from "../../src/plugin-sdk/index.ts";
-import { testPluginContext } from "../../src/plugin-sdk/testing.ts";
+import { checkOptions, PluginError, type ModelInstance, type VideoPollResult, type VideoRequest } from "@reelay/plugin-sdk";
+import { hostTestContext as testPluginContext, realHost, testCall } from "../../test/support/plugin-context.ts";
 import { startFakeGpuWorker } from "../../test/fakes/gpu-worker.ts";
-import { CONTRACT_PNG, runPluginContract } from "../../test/plugin-contract/run-plugin-contract.ts";
+import { CONTRACT_PNG, runPluginContract } from "@reelay/plugin-sdk/contract";
 import plugin, { buildInput } from "./index.ts";
 
 const worker = await startFakeGpuWorker({ queueMs: 30, runMs: 60 });
@@ -17,15 +17,15 @@ const request = (over: Partial<VideoRequest> = {}): VideoRequest => ({
 
 function model(options: Record<string, unknown> = {}) {
   const opts = { baseUrl: worker.url, allowPrivateNetwork: true, pollIntervalMs: 50, apiKeyEnv: "GPU_KEY", ...options };
-  expect(plugin.validateOptions!(opts)).toEqual([]);
-  const ctx = testPluginContext(opts, { envVars: { GPU_KEY: KEY } });
+  const ctx = testPluginContext(opts, { envVars: { GPU_KEY: KEY }, plugin });
+  expect(plugin.validateOptions!(ctx.options)).toEqual([]);
   return { video: (plugin.create(ctx) as ModelInstance).video!, ctx };
 }
 
 async function runToEnd(video: ModelInstance["video"] & {}, handle: string): Promise<{ last: VideoPollResult; states: string[] }> {
   const states: string[] = [];
   for (let i = 0; i < 400; i++) {
-    const r = await video.poll(handle, { signal: signal() });
+    const r = await video.poll(handle, testCall());
     if (states.at(-1) !== r.state) states.push(r.state);
     if (r.state !== "queued" && r.state !== "running") return { last: r, states };
     await Bun.sleep(20);
@@ -37,18 +37,19 @@ const thrown = (p: Promise<unknown>) => p.then(() => { throw new Error("resolved
 
 describe("options", () => {
   test("each problem names its option; minimal options are valid", () => {
-    const problems = plugin.validateOptions!({
-      baseUrl: "ftp://x", apiKeyEnv: "rp_123 secret", inputMapping: { picture: "img", seconds: "frames:/2", image: "image:hex" },
+    const { problems } = checkOptions(plugin.options!, {
+      baseUrl: "ftp://x", apiKeyEnv: "rp_123 secret",
       staticInput: [], outputPath: "result.video", pollIntervalMs: 1, maxConcurrency: 0, timeouts: { requestMs: -1, fooMs: 1 }, allowPrivateNetwork: "yes", maxOutputBytes: 1, extra: 1,
     });
-    for (const name of ["baseUrl", "apiKeyEnv", "inputMapping.picture", "inputMapping.seconds", "inputMapping.image", "staticInput", "outputPath", "pollIntervalMs", "maxConcurrency", "timeouts.requestMs", "timeouts.fooMs", "allowPrivateNetwork", "maxOutputBytes", "extra"]) {
-      expect(problems.some((p) => p.includes(`"${name}"`))).toBe(true);
-    }
-    expect(plugin.validateOptions!({ baseUrl: "https://api.runpod.ai/v2/abc123" })).toEqual([]);
+    expect(problems.map((p) => p.option).sort()).toEqual(["allowPrivateNetwork", "apiKeyEnv", "baseUrl", "extra", "maxConcurrency", "maxOutputBytes", "outputPath", "pollIntervalMs", "timeouts.fooMs", "timeouts.requestMs"]);
+    const more = plugin.validateOptions!({ inputMapping: { picture: "img", seconds: "frames:/2", image: "image:hex" }, staticInput: [] });
+    for (const name of ["inputMapping.picture", "inputMapping.seconds", "inputMapping.image", "staticInput"]) expect(more.some((p) => p.includes(`"${name}`))).toBe(true);
+    const minimal = checkOptions(plugin.options!, { baseUrl: "https://api.runpod.ai/v2/abc123" });
+    expect([minimal.problems, plugin.validateOptions!(minimal.options)]).toEqual([[], []]);
   });
 
   test("an apiKeyEnv naming an unset variable stops model creation, without the key anywhere", () => {
-    const ctx = testPluginContext({ baseUrl: worker.url, apiKeyEnv: "NOT_SET_ANYWHERE" });
+    const ctx = testPluginContext({ baseUrl: worker.url, apiKeyEnv: "NOT_SET_ANYWHERE" }, { plugin });
     expect(() => plugin.create(ctx)).toThrow(/NOT_SET_ANYWHERE/);
   });
 });
@@ -73,7 +74,7 @@ describe("input mapping", () => {
 describe("RunPod protocol against the fake worker", () => {
   test("submit sends {input} with the key; polls go IN_QUEUE → IN_PROGRESS → COMPLETED with a real MP4", async () => {
     const { video, ctx } = model({ inputMapping: { seconds: "num_frames:*16" } });
-    const { handle } = await video.submit(request(), { signal: signal() });
+    const { handle } = await video.submit(request(), testCall());
     expect(worker.jobs.has(handle)).toBe(true);
     const run = worker.calls.find((c) => c.kind === "run")!;
     expect(run.auth).toBe(`Bearer ${KEY}`);
@@ -88,9 +89,9 @@ describe("RunPod protocol against the fake worker", () => {
   test("progress is reported as 0..1", async () => {
     worker.behave({ queueMs: 0, runMs: 2_000 });
     const { video } = model();
-    const { handle } = await video.submit(request(), { signal: signal() });
+    const { handle } = await video.submit(request(), testCall());
     await Bun.sleep(300);
-    const r = await video.poll(handle, { signal: signal() });
+    const r = await video.poll(handle, testCall());
     expect(r.state).toBe("running");
     expect(r.state === "running" && r.progress! > 0 && r.progress! < 1).toBe(true);
   });
@@ -99,7 +100,7 @@ describe("RunPod protocol against the fake worker", () => {
     test(`output as ${output} at a configured outputPath`, async () => {
       worker.behave({ output, outputKey: "result" });
       const { video } = model({ outputPath: "output.result" });
-      const { handle } = await video.submit(request(), { signal: signal() });
+      const { handle } = await video.submit(request(), testCall());
       const { last } = await runToEnd(video, handle);
       expect(last.state).toBe("succeeded");
       expect(worker.count("output")).toBe(output === "url" ? 1 : 0);
@@ -111,7 +112,7 @@ describe("RunPod protocol against the fake worker", () => {
   test("a URL output on a private address fails the job unless allowPrivateNetwork", async () => {
     worker.behave({ output: "url" });
     const { video } = model({ allowPrivateNetwork: false });
-    const { handle } = await video.submit(request(), { signal: signal() });
+    const { handle } = await video.submit(request(), testCall());
     const { last } = await runToEnd(video, handle);
     expect(last).toMatchObject({ state: "failed", code: "output_url_blocked", retryable: false });
     expect(worker.count("output")).toBe(0);
@@ -120,28 +121,28 @@ describe("RunPod protocol against the fake worker", () => {
   test("outputs that are not MP4s, or too large, fail the job", async () => {
     worker.behave({ outputBytes: CONTRACT_PNG });
     let { video } = model();
-    let { handle } = await video.submit(request(), { signal: signal() });
+    let { handle } = await video.submit(request(), testCall());
     expect((await runToEnd(video, handle)).last).toMatchObject({ state: "failed", code: "output_invalid" });
 
     worker.behave({ outputBytes: undefined, output: "url" });
     ({ video } = model({ maxOutputBytes: 2048 }));
-    ({ handle } = await video.submit(request(), { signal: signal() }));
+    ({ handle } = await video.submit(request(), testCall()));
     expect((await runToEnd(video, handle)).last).toMatchObject({ state: "failed", code: "output_too_large" });
   });
 
   test("FAILED, TIMED_OUT and CANCELLED are final failures with the worker's message", async () => {
     const { video } = model();
     worker.behave({ outcome: "failed", errorMessage: "CUDA out of memory on worker 3" });
-    let { handle } = await video.submit(request(), { signal: signal() });
+    let { handle } = await video.submit(request(), testCall());
     expect((await runToEnd(video, handle)).last).toEqual({ state: "failed", code: "worker_failed", message: "CUDA out of memory on worker 3", retryable: false });
 
     worker.behave({ outcome: "timed_out" });
-    ({ handle } = await video.submit(request(), { signal: signal() }));
+    ({ handle } = await video.submit(request(), testCall()));
     expect((await runToEnd(video, handle)).last).toMatchObject({ state: "failed", code: "worker_timeout", retryable: false });
 
     worker.behave({ outcome: "completed", queueMs: 5_000 });
-    ({ handle } = await video.submit(request(), { signal: signal() }));
-    await video.cancel!(handle, { signal: signal() });
+    ({ handle } = await video.submit(request(), testCall()));
+    await video.cancel!(handle, testCall());
     expect(worker.calls.find((c) => c.kind === "cancel")).toMatchObject({ id: handle, auth: `Bearer ${KEY}` });
     expect((await runToEnd(video, handle)).last).toMatchObject({ state: "failed", code: "cancelled" });
   });
@@ -149,25 +150,25 @@ describe("RunPod protocol against the fake worker", () => {
   test("a job the worker no longer knows (404) is lost", async () => {
     worker.behave({ lose: true });
     const { video } = model();
-    const { handle } = await video.submit(request(), { signal: signal() });
-    expect(await video.poll(handle, { signal: signal() })).toEqual({ state: "lost" });
+    const { handle } = await video.submit(request(), testCall());
+    expect(await video.poll(handle, testCall())).toEqual({ state: "lost" });
   });
 
   test("5xx and 429 are retryable PluginErrors; other 4xx are not; the next call succeeds", async () => {
     const { video } = model();
     worker.failNext("run", 1, 503);
-    let err = await thrown(video.submit(request(), { signal: signal() }));
+    let err = await thrown(video.submit(request(), testCall()));
     expect(err).toBeInstanceOf(PluginError);
     expect(err).toMatchObject({ kind: "upstream_http", status: 503, retryable: true });
-    const { handle } = await video.submit(request(), { signal: signal() });
+    const { handle } = await video.submit(request(), testCall());
 
     worker.failNext("status", 1, 429);
-    err = await thrown(video.poll(handle, { signal: signal() }));
+    err = await thrown(video.poll(handle, testCall()));
     expect(err).toMatchObject({ status: 429, retryable: true });
     expect((await runToEnd(video, handle)).last.state).toBe("succeeded");
 
     worker.behave({ apiKey: "another-key" });
-    err = await thrown(video.submit(request(), { signal: signal() }));
+    err = await thrown(video.submit(request(), testCall()));
     expect(err).toMatchObject({ status: 401, retryable: false });
     expect(err.message).not.toContain(KEY);
   });
@@ -177,7 +178,7 @@ describe("RunPod protocol against the fake worker", () => {
     try {
       for (const [baseUrl, status] of [[`${worker.origin}/v2`, 404], [`http://127.0.0.1:${site.port}`, 405]] as const) {
         const { video, ctx } = model({ baseUrl });
-        const err = await thrown(video.submit(request(), { signal: signal() }));
+        const err = await thrown(video.submit(request(), testCall()));
         expect(err).toBeInstanceOf(PluginError);
         expect(err).toMatchObject({ status, retryable: false, code: "worker_endpoint_not_found" });
         expect(err.message).toBe(`the GPU worker answered ${status} to POST /run: no worker endpoint at the model's baseUrl (the operator must check baseUrl)`);
@@ -192,7 +193,7 @@ describe("RunPod protocol against the fake worker", () => {
     const closed = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
     const deadUrl = `http://127.0.0.1:${closed.port}/v2/x`;
     closed.stop(true);
-    const downCtx = testPluginContext({ baseUrl: deadUrl });
+    const downCtx = testPluginContext({ baseUrl: deadUrl }, { plugin });
     const down = plugin.create(downCtx) as ModelInstance;
     const up = model(); // the fake worker answers (404 to /health counts as reachable)
     const upInstance = plugin.create(up.ctx) as ModelInstance;
@@ -213,12 +214,12 @@ describe("RunPod protocol against the fake worker", () => {
     const closed = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
     const deadUrl = `http://127.0.0.1:${closed.port}/v2/x`;
     closed.stop(true);
-    let err = await thrown(model({ baseUrl: deadUrl }).video.submit(request(), { signal: signal() }));
+    let err = await thrown(model({ baseUrl: deadUrl }).video.submit(request(), testCall()));
     expect(err).toMatchObject({ kind: "connect", retryable: true });
 
     const slow = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: async () => { await Bun.sleep(2_000); return Response.json({ id: "x" }); } });
     try {
-      err = await thrown(model({ baseUrl: `http://127.0.0.1:${slow.port}/v2/x`, timeouts: { requestMs: 200 } }).video.submit(request(), { signal: signal() }));
+      err = await thrown(model({ baseUrl: `http://127.0.0.1:${slow.port}/v2/x`, timeouts: { requestMs: 200 } }).video.submit(request(), testCall()));
       expect(err).toMatchObject({ kind: "timeout", retryable: true });
     } finally {
       slow.stop(true);
@@ -231,7 +232,7 @@ describe("RunPod protocol against the fake worker", () => {
     const c = new AbortController();
     const reason = new Error("shutting down");
     c.abort(reason);
-    expect(await thrown(video.submit(request(), { signal: c.signal }))).toBe(reason);
+    expect(await thrown(video.submit(request(), testCall({ signal: c.signal })))).toBe(reason);
   });
 });
 
@@ -239,5 +240,11 @@ runPluginContract("remote-gpu-video", () => plugin, {
   capabilities: ["video"],
   options: () => ({ baseUrl: worker.url, allowPrivateNetwork: true, pollIntervalMs: 50 }),
   setup: () => worker.reset(),
+  ctx: realHost(),
   video: { timeoutMs: 20_000 },
+  failures: {
+    httpStatus: (status) => worker.failNext("run", 1_000, status),
+    jobFails: () => worker.behave({ outcome: "failed", errorMessage: "content policy: refused" }),
+    reset: () => worker.reset(),
+  },
 });

@@ -4,9 +4,9 @@
  * a Wan 2.1 I2V worker. The handle is the worker's job id, so after a reelay restart the host polls
  * the same job instead of submitting again. Options: see options.ts; field mapping: input-mapping.ts.
  */
-import { definePlugin, PluginError, type ModelInstance, type PluginContext, type VideoPollResult } from "../../src/plugin-sdk/index.ts";
+import { definePlugin, PluginError, type ModelInstance, type VideoPollResult } from "@reelay/plugin-sdk";
 import { buildInput } from "./input-mapping.ts";
-import { parseOptions, validateOptions } from "./options.ts";
+import { parseOptions, RemoteGpuOptions, validateOptions } from "./options.ts";
 import { readOutput } from "./read-output.ts";
 import { RunpodClient } from "./runpod-client.ts";
 
@@ -18,10 +18,9 @@ export { buildInput, DEFAULT_MAPPING } from "./input-mapping.ts";
 
 export default definePlugin({
   name: "remote-gpu-video",
+  options: RemoteGpuOptions,
   validateOptions,
-  create(ctx: PluginContext): ModelInstance {
-    const problems = validateOptions(ctx.options);
-    if (problems.length) throw new Error(`remote-gpu-video options: ${problems.join("; ")}`);
+  create(ctx): ModelInstance {
     const opts = parseOptions(ctx.options);
     let apiKey: string | undefined;
     if (opts.apiKeyEnv) {

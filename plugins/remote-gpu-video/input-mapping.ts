@@ -16,7 +16,7 @@
  * Spec: `<target>[:<transform>]`. Unmapped sources use DEFAULT_MAPPING; fields the client did not
  * give (negative_prompt, steps) are left out.
  */
-import type { VideoRequest } from "../../src/plugin-sdk/index.ts";
+import type { VideoRequest } from "@reelay/plugin-sdk";
 
 export const SOURCES = ["prompt", "negative_prompt", "image", "seconds", "size", "seed", "steps", "job_id"] as const;
 export type Source = (typeof SOURCES)[number];

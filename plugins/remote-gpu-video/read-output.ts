@@ -4,7 +4,7 @@
  * fetch, size and time limited), a data URL, or plain base64. Whatever arrives must look like an
  * MP4 (an `ftyp` box first), so a worker returning a PNG or an error string fails the job clearly.
  */
-import { PluginError, type PluginContext, type VideoPollResult } from "../../src/plugin-sdk/index.ts";
+import { downloadFailure, isMp4, isPluginError, type PluginContext, type VideoPollResult } from "@reelay/plugin-sdk";
 import { DEFAULT_OUTPUT_PATHS, type RemoteGpuOptions } from "./options.ts";
 
 type Failure = Extract<VideoPollResult, { state: "failed" }>;
@@ -26,7 +26,7 @@ export async function readOutput(ctx: PluginContext, opts: RemoteGpuOptions, ans
     if (!/^[A-Za-z0-9+/_-]+={0,2}$/.test(b64.replace(/\s+/g, ""))) return fail("output_invalid", `the value at ${path} is neither a URL nor base64`);
     bytes = new Uint8Array(Buffer.from(b64, "base64"));
   }
-  if (!looksLikeMp4(bytes)) return fail("output_invalid", `the video at ${path} is not an MP4 (no ftyp box)`);
+  if (!isMp4(bytes)) return fail("output_invalid", `the video at ${path} is not an MP4 (no ftyp box)`);
   return bytes;
 }
 
@@ -37,37 +37,17 @@ async function download(ctx: PluginContext, opts: RemoteGpuOptions, url: string,
     return r.bytes;
   } catch (err) {
     if (signal.aborted) throw err;
-    const e = err as { code?: string; status?: number; message?: string };
-    const where = safeOrigin(url);
-    switch (e.code) {
-      case "too_large": return fail("output_too_large", `the video at ${where} is larger than ${opts.maxOutputBytes} bytes`);
-      case "blocked_address": return fail("output_url_blocked", `the video URL points at a non-public address (${where}); set allowPrivateNetwork for a private GPU network`);
-      case "invalid_url": return fail("output_invalid", `the video URL is not allowed: ${e.message}`);
-      case "http_status":
-        if ((e.status ?? 0) >= 500 || e.status === 429) break;
-        return fail("output_unavailable", `downloading the video from ${where} failed: HTTP ${e.status}`);
-    }
-    // network, timeout, 5xx: the result is still on the worker; the next poll tries again
-    throw new PluginError("connect", `downloading the video from ${where} failed: ${e.message ?? err}`, { retryable: true, cause: err });
+    // refused URL, too large, 4xx: the job fails; network, timeout, 5xx: the result is still on the worker, the next poll tries again
+    const failure = downloadFailure(err, url);
+    if (isPluginError(failure)) throw failure;
+    return failure;
   }
-}
-
-export function looksLikeMp4(bytes: Uint8Array): boolean {
-  return bytes.byteLength >= 12 && bytes[4] === 0x66 && bytes[5] === 0x74 && bytes[6] === 0x79 && bytes[7] === 0x70;
 }
 
 function at(obj: unknown, path: string): unknown {
   let v: unknown = obj;
   for (const p of path.split(".")) v = typeof v === "object" && v !== null ? (v as Record<string, unknown>)[p] : undefined;
   return v;
-}
-
-function safeOrigin(url: string): string {
-  try {
-    return new URL(url).origin; // presigned query strings are credentials: never echo them
-  } catch {
-    return "an invalid URL";
-  }
 }
 
 const fail = (code: string, message: string): Failure => ({ state: "failed", code, message, retryable: false });

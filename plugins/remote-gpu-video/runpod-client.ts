@@ -4,7 +4,7 @@
  * backs off and asks again); other 4xx are final. The API key only ever goes into the
  * Authorization header — it is not logged and not sent to output URLs.
  */
-import { PluginError, readBodyCapped, type PluginContext } from "../../src/plugin-sdk/index.ts";
+import { PluginError, readBodyCapped, type PluginContext } from "@reelay/plugin-sdk";
 import type { RemoteGpuOptions } from "./options.ts";
 
 export interface WorkerAnswer {

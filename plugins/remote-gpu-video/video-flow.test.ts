@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createTestDatabase, dropDatabase, startTestServer, type TestServer } from "../../test/support/harness.ts";
 import { startFakeGpuWorker } from "../../test/fakes/gpu-worker.ts";
-import { CONTRACT_PNG } from "../../test/plugin-contract/run-plugin-contract.ts";
+import { CONTRACT_PNG } from "@reelay/plugin-sdk/contract";
 
 const PRICE = 30_000;
 const KEY_ENV = "REELAY_TEST_GPU_KEY";

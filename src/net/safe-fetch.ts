@@ -13,22 +13,11 @@
  */
 import { lookup } from "node:dns/promises";
 import { isIP } from "node:net";
-import { readBodyCapped, type SafeFetchOptions } from "../plugin-sdk/index.ts";
+import { readBodyCapped, SafeFetchError, type SafeFetchOptions } from "../plugin-sdk/index.ts";
 import { isBlockedHostname, isPublicAddress } from "./address-policy.ts";
 
-export type SafeFetchErrorCode = "invalid_url" | "blocked_address" | "too_large" | "timeout" | "http_status" | "network";
-
-export class SafeFetchError extends Error {
-  readonly code: SafeFetchErrorCode;
-  /** the upstream status for `http_status` */
-  readonly status?: number;
-  constructor(code: SafeFetchErrorCode, message: string, opts: { status?: number; cause?: unknown } = {}) {
-    super(message, { cause: opts.cause });
-    this.name = "SafeFetchError";
-    this.code = code;
-    this.status = opts.status;
-  }
-}
+// the error class is the SDK's: plugins that call ctx.safeFetchBytes recognise it by its brand
+export { SafeFetchError, type SafeFetchErrorCode } from "../plugin-sdk/index.ts";
 
 export type Resolver = (hostname: string) => Promise<string[]>;
 

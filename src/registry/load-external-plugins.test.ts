@@ -3,7 +3,7 @@
  * plugin stops startServer with a message naming the file.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildEchoPlugin } from "../../examples/echo-plugin/build.ts";
@@ -33,7 +33,7 @@ const bootError = async (dir: string, env?: Record<string, string>) => {
   return r.message;
 };
 const plugin = (name: string, extra = "") =>
-  `export default { name: ${JSON.stringify(name)}, apiVersion: 1, ${extra} create() { return { chat: { complete: async () => ({ completion: { choices: [] } }), stream: async () => [] } }; } };`;
+  `export default { name: ${JSON.stringify(name)}, apiVersion: 2, ${extra} create() { return { chat: { complete: async () => ({ completion: { choices: [] } }), stream: async () => [] } }; } };`;
 
 describe("external plugins at boot", () => {
   test("a built plugin (folder with index.js) serves its models through /v1", async () => {
@@ -53,16 +53,24 @@ describe("external plugins at boot", () => {
     }
   });
 
-  test("a syntax error stops the boot naming the file", async () => {
-    const dir = pluginsDir({ "a-good.js": plugin("good-one"), "broken.js": "export default { name: 'x', apiVersion: 1, create( };" });
-    expect(await bootError(dir)).toMatch(new RegExp(`plugin ${join(dir, "broken.js")}.*failed to load`));
+  test("a syntax error stops the boot naming the file, with every error and its line", async () => {
+    const dir = pluginsDir({ "a-good.js": plugin("good-one"), "broken.js": "export default { name: 'x', apiVersion: 2, create( };\nconst a = ;\n" });
+    const msg = await bootError(dir);
+    expect(msg).toMatch(new RegExp(`plugin ${join(dir, "broken.js")}.*failed to load`));
+    expect(msg).toContain(`line 1:52: Expected identifier but found "}"`);
+    expect(msg).toContain("line 2:11: Unexpected ;");
+    expect(msg).toContain("const a = ;");
   });
 
-  test("a wrong apiVersion stops the boot naming the file and the versions", async () => {
-    const dir = pluginsDir({ "old/index.js": plugin("old-plugin").replace("apiVersion: 1", "apiVersion: 0") });
-    const msg = await bootError(dir);
+  test("a wrong apiVersion stops the boot naming the file and the versions; 1 (the SDK from inside the tree) says why", async () => {
+    let dir = pluginsDir({ "old/index.js": plugin("old-plugin").replace("apiVersion: 2", "apiVersion: 1") });
+    let msg = await bootError(dir);
     expect(msg).toContain(join(dir, "old/index.js"));
-    expect(msg).toContain("`apiVersion` must be 1 (got 0)");
+    expect(msg).toContain("`apiVersion` must be 2 (got 1)");
+    expect(msg).toContain("rebuild it with @reelay/plugin-sdk 1.x");
+    dir = pluginsDir({ "new.js": plugin("new-plugin").replace("apiVersion: 2", "apiVersion: 3") });
+    msg = await bootError(dir);
+    expect(msg).toContain("`apiVersion` must be 2 (got 3)");
   });
 
   test("two plugins claiming one model id stop the boot", async () => {
@@ -81,15 +89,33 @@ describe("external plugins at boot", () => {
     expect(await bootError(dir)).toContain(`"preview-video"`);
   });
 
-  test("an unbundled plugin (bare import, or .ts) stops the boot with the build command", async () => {
-    let dir = pluginsDir({ "needs-pkg.js": `import left from "left-pad-not-installed";\n${plugin("needs-pkg")}` });
-    let msg = await bootError(dir);
-    expect(msg).toContain(join(dir, "needs-pkg.js"));
-    expect(msg).toContain("bun build");
-    dir = pluginsDir({ "source.ts": plugin("source") });
-    msg = await bootError(dir);
+  test("an unbundled plugin (a package import, or .ts) stops the boot with the build command, before anything is installed", async () => {
+    // "yaml" is installed in reelay's node_modules: under `bun` it would resolve, in the binary it would not
+    for (const imp of [`import left from "left-pad-not-installed";`, `import YAML from "yaml";`, `const m = await import("left-pad-not-installed");`]) {
+      const dir = pluginsDir({ "needs-pkg.js": `${imp}\n${plugin("needs-pkg")}` });
+      const msg = await bootError(dir);
+      expect(msg).toContain(join(dir, "needs-pkg.js"));
+      expect(msg).toMatch(/imports the package "(left-pad-not-installed|yaml)" at run time/);
+      expect(msg).toContain("bun build");
+    }
+    const dir = pluginsDir({ "source.ts": plugin("source") });
+    const msg = await bootError(dir);
     expect(msg).toContain(join(dir, "source.ts"));
     expect(msg).toContain("bun build");
+  });
+
+  test("under `bun`, a package a file outside the tree imports is not installed from npm (bunfig.toml: install.auto = disable)", () => {
+    // what the import scan above refuses first; this is the runtime's own guard, as in the binary
+    const dir = pluginsDir({ "forgot-to-bundle.js": `import leftPad from "left-pad";\nconsole.log("LOADED", leftPad("x", 3));` });
+    const r = Bun.spawnSync([process.execPath, "-e", `await import(${JSON.stringify(join(dir, "forgot-to-bundle.js"))})`], { cwd: join(import.meta.dir, "../.."), stdout: "pipe", stderr: "pipe" });
+    expect(r.stdout.toString()).not.toContain("LOADED");
+    expect(r.stderr.toString()).toContain("Cannot find package 'left-pad'");
+  });
+
+  test("built-ins (node:*, bun:*, fs) and files beside the plugin may be imported", async () => {
+    const dir = pluginsDir({ "lib/helper.js": "export const word = 'hi';", "uses.js": `import { join } from "node:path"; import fs from "fs"; import { word } from "./lib/helper.js";\n${plugin("uses-builtins")}` });
+    const s = await boot(dir);
+    await s.stop();
   });
 
   test("invalid exports and declarations stop the boot with the problem named", async () => {
@@ -104,5 +130,61 @@ describe("external plugins at boot", () => {
       expect(msg).toContain(join(dir, "p.js"));
       expect(msg).toContain(problem);
     }
+  });
+});
+
+/** A plugin written in TypeScript against the SDK and bundled on its own, as a provider ships it. */
+async function bundled(source: string): Promise<string> {
+  // inside the project (tmp/ is git-ignored), so "@reelay/plugin-sdk" resolves like in a provider's project
+  const scratch = join(import.meta.dir, "../../tmp");
+  mkdirSync(scratch, { recursive: true });
+  const dir = mkdtempSync(join(scratch, "plugin-src-"));
+  try {
+    writeFileSync(join(dir, "index.ts"), source);
+    const out = await Bun.build({ entrypoints: [join(dir, "index.ts")], target: "bun", format: "esm" });
+    if (!out.success) throw new AggregateError(out.logs, "build failed");
+    return await out.outputs[0]!.text();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+describe("model options and instances at boot", () => {
+  const withOptions = (extra: string) => `
+    import { definePlugin, Type } from "@reelay/plugin-sdk";
+    export default definePlugin({
+      name: "opts-plugin",
+      models: [{ id: "opts-model", pricing: { inputPerMillion: 1, outputPerMillion: 1 }, options: { baseUrl: "http://x" } }],
+      options: Type.Object({ baseUrl: Type.String({ pattern: "^https?://" }), retries: Type.Integer({ minimum: 0, default: 2 }), mode: Type.Union([Type.Literal("a"), Type.Literal("b")], { default: "a" }) }, { additionalProperties: false }),
+      ${extra}
+      create(ctx) { return { chat: { complete: async () => ({ completion: { id: "x", object: "chat.completion", created: 0, model: "m", choices: [{ index: 0, message: { role: "assistant", content: String(ctx.options.retries) }, finish_reason: "stop" }] } }) } }; },
+    });`;
+
+  test("every option problem is one line naming plugin, model and option", async () => {
+    const dir = pluginsDir({ "opts.js": await bundled(withOptions("")) });
+    const models = join(dir, "models.json");
+    writeFileSync(models, JSON.stringify({ models: [{ id: "opts-model", plugin: "opts-plugin", options: { baseUrl: "ftp://x", retries: -1, mode: "c", extra: true }, pricing: { inputPerMillion: 1 } }] }));
+    const msg = await bootError(dir, { REELAY_MODELS_FILE: models });
+    expect(msg).toContain(`model "opts-model" (plugin "opts-plugin"): option "baseUrl": expected string to match '^https?://' (got "ftp://x")`);
+    expect(msg).toContain(`model "opts-model" (plugin "opts-plugin"): option "retries": expected integer to be greater or equal to 0 (got -1)`);
+    expect(msg).toContain(`model "opts-model" (plugin "opts-plugin"): option "mode": must be one of "a", "b" (got "c")`);
+    expect(msg).toContain(`model "opts-model" (plugin "opts-plugin"): option "extra": unknown option`);
+  });
+
+  test("a validateOptions that throws is reported as the plugin's bug, naming plugin and model", async () => {
+    const dir = pluginsDir({ "opts.js": await bundled(withOptions(`validateOptions(o) { return (o as any).nested.deeper ? [] : []; },`)) });
+    const msg = await bootError(dir);
+    expect(msg).toContain(`plugin "opts-plugin" failed while checking the options of model "opts-model" (a bug in the plugin's validateOptions)`);
+  });
+
+  test("an options object that is not a TypeBox schema stops the boot naming the plugin", async () => {
+    const dir = pluginsDir({ "raw.js": plugin("raw-schema", `models: [{ id: "raw-model", pricing: {} }], options: { type: "object", properties: {} },`) });
+    expect(await bootError(dir)).toContain(`plugin "raw-schema" declares \`options\` its host cannot read`);
+  });
+
+  test("an instance the host cannot call stops the boot: what is missing, which plugin and model", async () => {
+    const bad = `export default { name: "half", apiVersion: 2, models: [{ id: "half-model", pricing: {} }], create() { return { chat: { stream: async () => [] }, video: { submit: async () => ({ handle: "h" }) } }; } };`;
+    const msg = await bootError(pluginsDir({ "half.js": bad }));
+    expect(msg).toContain(`plugin "half" gave model "half-model" an unusable instance: chat has no complete() function; video needs submit() and poll() functions`);
   });
 });

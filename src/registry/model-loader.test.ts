@@ -69,10 +69,10 @@ describe("ModelLoader", () => {
       load: () => d.promise.then(() => void order.push("loaded")),
     };
     const loader = new ModelLoader("m", instance, opts());
-    const guarded = waitingInstance(instance, loader);
+    const guarded = waitingInstance(instance as any, loader);
     expect(guarded.embeddings!.maxInputs).toBe(7);
     expect(guarded.embeddings!.countTokens!(["abc"])).toEqual([3]);
-    const call = guarded.embeddings!.embed({ body: {}, inputs: [] }, { signal: new AbortController().signal });
+    const call = guarded.embeddings!.embed({ body: { model: "m", input: [] }, inputs: [] }, { signal: new AbortController().signal, requestId: "r" });
     await Bun.sleep(20);
     expect(order).toEqual([]);
     d.resolve();
@@ -95,7 +95,7 @@ describe("ModelLoader", () => {
     };
     const loader = new ModelLoader("m", instance, opts({ idleUnloadMs: 100 }));
     const guarded = waitingInstance(instance as any, loader);
-    const call = (ms = 0) => guarded.embeddings!.embed({ body: {}, inputs: [] }, { signal: new AbortController().signal, ms } as any);
+    const call = (ms = 0) => guarded.embeddings!.embed({ body: { model: "m", input: [] }, inputs: [] }, { signal: new AbortController().signal, requestId: "r", ms } as any);
     await call(250); // in flight past the idle time: no unload under it
     expect(events).toEqual(["load"]);
     await Bun.sleep(60);
@@ -126,7 +126,7 @@ describe("ModelLoader", () => {
     const loader = new ModelLoader("m", instance, opts({ idleUnloadMs: 100 }));
     const guarded = waitingInstance(instance as any, loader);
     const seen: string[] = [];
-    for await (const e of await guarded.chat!.stream({}, { signal: new AbortController().signal })) seen.push(e.data);
+    for await (const e of await guarded.chat!.stream({ model: "m", messages: [] }, { signal: new AbortController().signal, requestId: "r" })) seen.push(e.data);
     expect(seen).toEqual(["a", "[DONE]"]);
     expect(events).toEqual(["load"]); // 300 ms of streaming > 100 ms idle time, but it was in flight
     loader.close();

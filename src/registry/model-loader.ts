@@ -9,7 +9,7 @@
  * ~200 MB that an idle server gives back (measured: 262 → 57 MB RSS after terminating them).
  */
 import { ApiError } from "../errors.ts";
-import type { ModelInstance } from "../plugin-sdk/index.ts";
+import type { HostInstance } from "../plugin-host/types.ts";
 
 /** unloaded: nothing loaded yet (lazy) · loading · ready · failed: the last load threw */
 export type ModelState = "unloaded" | "loading" | "ready" | "failed";
@@ -52,7 +52,7 @@ export class ModelLoader {
 
   constructor(
     readonly id: string,
-    instance: Pick<ModelInstance, "load" | "unload">,
+    instance: Pick<HostInstance, "load" | "unload">,
     private readonly opts: LoaderOptions,
   ) {
     this.load = instance.load?.bind(instance);
@@ -196,7 +196,7 @@ export class ModelLoader {
  * video scheduler included, can reach a model that is not ready. Other members (limits,
  * countTokens) are read through from the plugin's own objects.
  */
-export function waitingInstance(instance: ModelInstance, loader: ModelLoader): ModelInstance {
+export function waitingInstance(instance: HostInstance, loader: ModelLoader): HostInstance {
   if (!instance.load) return instance;
   const signalOf = (args: unknown[]) => (args[args.length - 1] as { signal?: AbortSignal } | undefined)?.signal;
   const guard = <T extends object>(cap: T | undefined, methods: Array<keyof T>, streams: Array<keyof T> = []): T | undefined => {

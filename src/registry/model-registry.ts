@@ -5,11 +5,15 @@
  */
 import type { Config, ModelConfig } from "../config.ts";
 import { ConfigError } from "../config.ts";
-import type { ModelInstance, ModelPricing, PluginContext, ReelayPlugin } from "../plugin-sdk/index.ts";
+import { CAPABILITIES, problemsWithInstance, type Capability, type ModelInstance, type ModelPricing, type ReelayPlugin } from "../plugin-sdk/index.ts";
 import type { Scope } from "../accounts/api-keys.ts";
+import { checkedInstance } from "../plugin-host/checked-instance.ts";
+import type { HostInstance } from "../plugin-host/types.ts";
 import { ModelLoader, waitingInstance, type LoaderLog, type LoaderOptions, type ModelStatus } from "./model-loader.ts";
+import type { PluginHost } from "./plugin-context.ts";
+import { validatedOptions } from "./validate-options.ts";
 
-export type Capability = "chat" | "embeddings" | "video";
+export type { Capability };
 
 export interface RegisteredModel {
   id: string;
@@ -21,8 +25,11 @@ export interface RegisteredModel {
   description?: string;
   createdAt: number;
   capabilities: Capability[];
-  /** the plugin's instance; each capability call waits until the model is loaded (model-loader.ts) */
-  instance: ModelInstance;
+  /**
+   * the plugin's instance as the host calls it: results checked, errors branded
+   * (plugin-host/checked-instance.ts); each capability call waits until the model is loaded (model-loader.ts)
+   */
+  instance: HostInstance;
   /**
    * Wait until the model is loaded (bounded; 503 model_loading past the wait). A route calls it
    * before host-side work that needs what loading builds — the prompt estimate needs the cl100k
@@ -55,11 +62,11 @@ export type LoadPolicy = LoaderOptions & { warmHostTokenizer?: () => Promise<voi
  * without their own tokenizer are counted with reelay's cl100k counter: for those models it is
  * built as part of the model's load (in parallel with the plugin's own), not by a request.
  */
-function withHostTokenizer(instance: ModelInstance, warm: (() => Promise<void>) | undefined): ModelInstance {
+function withHostTokenizer(instance: HostInstance, warm: (() => Promise<void>) | undefined): HostInstance {
   const needs = instance.chat !== undefined || (instance.embeddings !== undefined && !instance.embeddings.countTokens);
   if (!warm || !needs) return instance;
   const load = instance.load?.bind(instance);
-  return Object.assign(Object.create(instance) as ModelInstance, {
+  return Object.assign(Object.create(instance) as HostInstance, {
     load: async (opts: { signal: AbortSignal }) => {
       await Promise.all([load?.(opts), warm()]);
     },
@@ -67,8 +74,6 @@ function withHostTokenizer(instance: ModelInstance, warm: (() => Promise<void>) 
 }
 
 const QUIET: LoaderLog = { info: () => {}, error: () => {} };
-
-export type ContextFactory = (model: ModelConfig, plugin: ReelayPlugin) => PluginContext;
 
 /**
  * The models to serve: the config file's list first (so `models[i]` in errors is the file's entry i),
@@ -107,7 +112,7 @@ export function resolveModelList(configured: ModelConfig[] | null, builtin: Reel
 export async function buildRegistry(
   models: ModelConfig[],
   plugins: Map<string, ReelayPlugin>,
-  makeContext: ContextFactory,
+  host: PluginHost,
   policy: LoadPolicy = { waitMs: 60_000, retryAfterMs: 10_000, idleUnloadMs: 0, log: QUIET },
 ): Promise<ModelRegistry> {
   const byId = new Map<string, RegisteredModel>();
@@ -116,17 +121,17 @@ export async function buildRegistry(
   for (const [i, m] of models.entries()) {
     const plugin = plugins.get(m.plugin);
     if (!plugin) throw new ConfigError(`models[${i}].plugin`, `no plugin named "${m.plugin}" (available: ${[...plugins.keys()].join(", ")})`);
-    const problems = plugin.validateOptions?.(m.options) ?? [];
-    if (problems.length) throw new ConfigError(`models[${i}].options`, `model "${m.id}": ${problems.join("; ")}`);
+    const options = validatedOptions(plugin, m, `models[${i}]`);
     let instance: ModelInstance;
     try {
-      instance = await plugin.create(makeContext(m, plugin));
+      instance = await plugin.create(host.context(m, plugin, options));
     } catch (e) {
-      throw new ConfigError(`models[${i}]`, `plugin "${m.plugin}" failed to create model "${m.id}": ${(e as Error).message}`);
+      throw new ConfigError(`models[${i}]`, `plugin "${m.plugin}" failed to create model "${m.id}": ${(e as Error)?.message ?? String(e)}`);
     }
-    const capabilities = (["chat", "embeddings", "video"] as const).filter((c) => instance[c]);
-    if (!capabilities.length) throw new ConfigError(`models[${i}]`, `plugin "${m.plugin}" gave model "${m.id}" no capability (chat, embeddings or video)`);
-    const managed = withHostTokenizer(instance, policy.warmHostTokenizer);
+    const problems = problemsWithInstance(instance);
+    if (problems.length) throw new ConfigError(`models[${i}]`, `plugin "${m.plugin}" gave model "${m.id}" an unusable instance: ${problems.join("; ")}`);
+    const capabilities = CAPABILITIES.filter((c) => instance[c]);
+    const managed = withHostTokenizer(checkedInstance(instance, host.site(m, plugin)), policy.warmHostTokenizer);
     const loader = new ModelLoader(m.id, managed, policy);
     loaders.set(m.id, loader);
     byId.set(m.id, { id: m.id, plugin: m.plugin, pricing: m.pricing, maxOutputTokens: m.maxOutputTokens, contextLength: m.contextLength, ownedBy: m.ownedBy ?? "reelay", description: m.description, createdAt: now, capabilities, instance: waitingInstance(managed, loader), ready: (signal) => loader.ready(signal) });
@@ -141,6 +146,7 @@ export async function buildRegistry(
     close: async () => {
       for (const l of loaders.values()) l.close();
       await Promise.allSettled([...byId.values()].map((m) => m.instance.close?.()));
+      host.close();
     },
   };
 }

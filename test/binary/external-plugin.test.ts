@@ -8,6 +8,10 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildEchoPlugin } from "../../examples/echo-plugin/build.ts";
+import { startFakeOllama } from "../../examples/ollama-native/fake-ollama.ts";
+import { startFakeQueue } from "../../examples/queue-video/fake-queue.ts";
+import { bundlePlugin } from "../support/bundle-plugin.ts";
+import { pngBase64 } from "../videos/support.ts";
 import { compiledBinary, freePort, waitForOwnListener } from "../support/harness.ts";
 
 const ADMIN = "plugin-binary-admin-token-0123";
@@ -92,4 +96,43 @@ test("a broken plugin stops the binary with the file named", () => {
   const r = Bun.spawnSync([bin, "serve"], { cwd, env: { PATH: "/usr/bin:/bin", HOME: cwd, PORT: String(freePort()), REELAY_PLUGINS_DIR: dir, REELAY_DATA_DIR: join(cwd, "data"), REELAY_LOG_FORMAT: "json" }, timeout: 60_000 });
   expect(r.exitCode).toBe(1);
   expect(r.stderr.toString()).toContain(`plugin ${join(dir, "broken.js")}`);
+}, 120_000);
+
+test("the two example plugins (Ollama's NDJSON chat, a queue video API) work from the binary, with its SSRF guard and a model's allowPrivateNetwork", async () => {
+  const dir = join(root, "example-plugins");
+  mkdirSync(dir);
+  const examples = new URL("../../examples/", import.meta.url).pathname;
+  await bundlePlugin(join(examples, "ollama-native/index.ts"), join(dir, "ollama-native.js"));
+  await bundlePlugin(join(examples, "queue-video/index.ts"), join(dir, "queue-video.js"));
+  const ollama = await startFakeOllama();
+  const queue = await startFakeQueue();
+  try {
+    const models = join(root, "example-models.json");
+    const video = (id: string, extra = {}) => ({ id, plugin: "queue-video", options: { baseUrl: queue.url, app: "fal-ai/fake-video/i2v", apiKeyEnv: "QUEUE_KEY", pollIntervalMs: 50 }, pricing: { perSecond: 10_000 }, ...extra });
+    require("node:fs").writeFileSync(models, JSON.stringify({ builtins: false, models: [
+      { id: "llama-local", plugin: "ollama-native", options: { baseUrl: ollama.url, model: "llama3.2:3b" }, pricing: { inputPerMillion: 1_000_000, outputPerMillion: 1_000_000 } },
+      video("clips"),
+      video("clips-private", { allowPrivateNetwork: true }),
+    ] }));
+    const s = await serve("run-d", { REELAY_PLUGINS_DIR: dir, REELAY_MODELS_FILE: models, QUEUE_KEY: queue.key, REELAY_SCHEDULER_POLL_MS: "50" });
+    const streamed = await fetch(`${s.url}/v1/chat/completions`, { method: "POST", headers: s.auth, body: JSON.stringify({ model: "llama-local", messages: [{ role: "user", content: "Say hello" }], max_tokens: 3, stream: true }) });
+    const text = (await streamed.text()).split("\n").filter((l) => l.startsWith("data: {")).map((l) => JSON.parse(l.slice(6)).choices[0]?.delta?.content ?? "").join("");
+    expect([streamed.status, text]).toEqual([200, "Hello from a"]);
+    const job = async (model: string) => {
+      const { id } = (await (await fetch(`${s.url}/v1/videos/generations`, { method: "POST", headers: s.auth, body: JSON.stringify({ model, prompt: "zoom", image: pngBase64(), seconds: 1 }) })).json()) as { id: string };
+      for (;;) {
+        const j = (await (await fetch(`${s.url}/v1/videos/generations/${id}`, { headers: s.auth })).json()) as any;
+        if (j.status === "completed" || j.status === "failed") return j;
+        await Bun.sleep(50);
+      }
+    };
+    // the queue's result URL is on loopback: refused by default, fetched where the operator allows it
+    expect((await job("clips")).error?.code).toBe("output_url_blocked");
+    const done = await job("clips-private");
+    expect(done.status).toBe("completed");
+    expect(Buffer.from(done.data[0].b64_json, "base64").subarray(4, 8).toString()).toBe("ftyp");
+  } finally {
+    await ollama.stop();
+    await queue.stop();
+  }
 }, 120_000);

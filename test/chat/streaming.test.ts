@@ -117,8 +117,9 @@ describe("client disconnect", () => {
 describe("upstream failures mid-stream", () => {
   const cases = [
     ["a garbage line", { garbageAfterChunks: 3 }, "upstream_malformed"],
-    ["a truncated stream", { truncateAfterChunks: 3 }, "upstream_malformed"],
-    ["a dropped connection", { dropAfterChunks: 3 }, "upstream_unavailable"],
+    // a stream that broke after it started: the SDK's stream_interrupted kind
+    ["a truncated stream", { truncateAfterChunks: 3 }, "upstream_interrupted"],
+    ["a dropped connection", { dropAfterChunks: 3 }, "upstream_interrupted"],
   ] as const;
   for (const [what, behaviour, code] of cases) {
     test(`${what} → an error event ends the stream; only the 3 delivered tokens are charged`, async () => {

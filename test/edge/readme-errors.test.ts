@@ -18,7 +18,7 @@ const table = readme.slice(readme.indexOf("<!-- error-table"), readme.indexOf("\
 const rows = [...table.matchAll(/^\| (\d{3}) \| ([^|]+) \|/gm)].map((m) => ({ status: Number(m[1]), codes: [...m[2]!.matchAll(/`([a-z_]+)`/g)].map((c) => c[1]!) }));
 const filesUnder = (pattern: string) => [...new Glob(pattern).scanSync(ROOT)].filter((f) => !f.endsWith(".test.ts") && !f.endsWith(".d.ts"));
 const srcFiles = filesUnder("src/**/*.ts");
-const sources = [...srcFiles, ...filesUnder("plugins/**/*.ts")].map((f) => readFileSync(ROOT + f, "utf8")).join("\n");
+const sources = [...srcFiles, ...filesUnder("plugins/**/*.ts"), ...filesUnder("packages/plugin-sdk/src/**/*.ts")].map((f) => readFileSync(ROOT + f, "utf8")).join("\n");
 
 /** Index just past the string, regex-free scan: handles "…", '…' and `…${…}…` (nested). */
 function skipString(text: string, i: number): number {
@@ -132,4 +132,12 @@ test("every code the code can answer is documented, with the status it is answer
   const documented = new Set(rows.flatMap((r) => r.codes.map((c) => `${r.status} ${c}`)));
   const missing = answered.filter((a) => !documented.has(`${a.status} ${a.code}`)).map((a) => `${a.status} ${a.code} (${a.where})`);
   expect([...new Set(missing)]).toEqual([]);
+});
+
+test("every code the shared HTTP layer and the plugin boundary answer is documented", () => {
+  const documented = new Set(rows.flatMap((r) => r.codes));
+  const shared = ["src/errors.ts", "src/http/error-handler.ts", "src/http/json-body.ts", "src/http/input-guard.ts", "src/http/validation-message.ts", "src/http/plugin-errors.ts", "src/plugin-host/plugin-faults.ts", "packages/plugin-sdk/src/failure.ts"].map((f) => readFileSync(ROOT + f, "utf8")).join("\n");
+  const produced = new Set([...shared.matchAll(/code: "([a-z_]+)"|badRequest\([^\n]*, "([a-z_]+)"\)/g)].map((m) => m[1] ?? m[2]!));
+  expect(produced.size).toBeGreaterThan(5);
+  for (const code of produced) expect({ code, documented: documented.has(code) }).toEqual({ code, documented: true });
 });

@@ -1,7 +1,7 @@
 /** The fake worker itself speaks the protocol of docs/remote-gpu-protocol.md, over plain HTTP. */
 import { afterAll, beforeEach, expect, test } from "bun:test";
 import { ffprobe } from "../../src/media/ffprobe.test-helper.ts";
-import { CONTRACT_PNG } from "../plugin-contract/run-plugin-contract.ts";
+import { CONTRACT_PNG } from "@reelay/plugin-sdk/contract";
 import { startFakeGpuWorker } from "./gpu-worker.ts";
 
 const worker = await startFakeGpuWorker({ queueMs: 100, runMs: 200, apiKey: "k1" });

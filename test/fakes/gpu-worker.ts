@@ -18,6 +18,10 @@
 import type { Server } from "bun";
 import { render } from "../../plugins/preview-video/index.ts";
 import type { VideoRequest } from "../../src/plugin-sdk/index.ts";
+import { hostServices } from "../../src/plugin-host/host-services.ts";
+
+/** the renderer the fake worker borrows reelay's encoder for (its workers close themselves when idle) */
+const host = hostServices();
 
 export interface WorkerBehaviour {
   queueMs?: number;
@@ -89,7 +93,7 @@ export async function startFakeGpuWorker(initial: WorkerBehaviour = {}) {
     let p = renders.get(key);
     if (!p) {
       const req: VideoRequest = { jobId: job.id, prompt: String(i.prompt ?? ""), image: { bytes: new Uint8Array(Buffer.from(image, "base64")), mime: "image/png" }, width, height, seconds, seed: Number(i.seed ?? 0) };
-      p = render(req, { quantizer: 36 }, new AbortController().signal, () => {});
+      p = render(req, { quantizer: 36 }, new AbortController().signal, () => {}, host);
       p.catch(() => renders.delete(key));
       renders.set(key, p);
     }

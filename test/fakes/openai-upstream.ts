@@ -96,6 +96,8 @@ export interface FakeBehaviour {
   toolCalls?: Array<{ name: string; arguments: string }>;
   /** answer with this status only the requests whose last message's content includes the text (one request of several) */
   failWhen?: { lastMessageIncludes: string; status: number };
+  /** answer every request 200 with this text (an HTML error page from a proxy, say), not the protocol */
+  garbageBody?: string;
 }
 
 export interface RecordedRequest {
@@ -220,6 +222,10 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     const echo = b.echoAuthorization ? ` (request had Authorization: ${headers["authorization"] ?? "none"})` : "";
     const last = Array.isArray(body?.messages) ? body.messages.at(-1) : undefined;
     if (b.failWhen && typeof last?.content === "string" && last.content.includes(b.failWhen.lastMessageIncludes)) b = { ...b, status: b.failWhen.status };
+    if (b.garbageBody !== undefined) {
+      rec.completed = true;
+      return void res.writeHead(200, { "content-type": "text/html" }).end(b.garbageBody);
+    }
     if (b.status && b.status >= 400) {
       return send(b.status, errorBody((b.errorMessage ?? `fake upstream error ${b.status}`) + echo,
         b.errorType ?? (b.status >= 500 ? "server_error" : "invalid_request_error"), b.errorCode ?? null));

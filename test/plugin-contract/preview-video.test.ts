@@ -1,4 +1,5 @@
+import { runPluginContract } from "@reelay/plugin-sdk/contract";
 import plugin from "../../plugins/preview-video/index.ts";
-import { runPluginContract } from "./run-plugin-contract.ts";
+import { realHost } from "../support/plugin-context.ts";
 
-runPluginContract("preview-video", () => plugin, { capabilities: ["video"], options: { maxConcurrency: 1 }, video: { timeoutMs: 40_000 } });
+runPluginContract("preview-video", () => plugin, { capabilities: ["video"], options: { maxConcurrency: 1 }, ctx: realHost(), video: { timeoutMs: 40_000 } });

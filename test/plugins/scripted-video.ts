@@ -34,16 +34,26 @@ interface ScriptOptions {
   releaseFile?: string;
 }
 
+/** An `ftyp` box (isom): what makes bytes an MP4 to the host's check; the rest is not a playable video. */
+const FTYP = Uint8Array.of(0, 0, 0, 16, 0x66, 0x74, 0x79, 0x70, 0x69, 0x73, 0x6f, 0x6d, 0, 0, 2, 0);
+
 export function fakeMp4(jobId: string, size?: number): Uint8Array {
-  if (!size) return new TextEncoder().encode(`fake-mp4:${jobId}`);
-  const out = new Uint8Array(size);
+  if (!size) {
+    const marker = new TextEncoder().encode(`fake-mp4:${jobId}`);
+    const out = new Uint8Array(FTYP.length + marker.length);
+    out.set(FTYP);
+    out.set(marker, FTYP.length);
+    return out;
+  }
+  const out = new Uint8Array(Math.max(size, FTYP.length));
   let x = [...jobId].reduce((h, c) => (h * 31 + c.charCodeAt(0)) >>> 0, 2166136261) || 1;
-  for (let i = 0; i < size; i++) {
+  for (let i = 0; i < out.length; i++) {
     x ^= x << 13;
     x ^= x >>> 17;
     x ^= x << 5;
     out[i] = x & 0xff;
   }
+  out.set(FTYP);
   return out;
 }
 

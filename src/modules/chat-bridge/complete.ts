@@ -10,7 +10,7 @@
  */
 import type { ApiError } from "../../errors.ts";
 import type { AppDeps } from "../../deps.ts";
-import type { TokenUsage } from "../../plugin-sdk/index.ts";
+import type { ChatResult as PluginChatResult } from "../../plugin-sdk/index.ts";
 import { countTextTokens } from "../../text/tokens.ts";
 import { completionText, failChat, finishChat, prepareChat, type ChatCall, type PreparedChat } from "../chat/service.ts";
 
@@ -47,7 +47,7 @@ export async function completeViaChat(deps: AppDeps, calls: ChatCall[]): Promise
     prepared.forEach((p, i) => release(calls[i]!, p, e.status ?? 500, e.code ?? "not_started"));
     throw err;
   }
-  const settled = await Promise.allSettled(prepared.map((p, i) => p.chat.complete(p.forwarded, { signal: calls[i]!.signal })));
+  const settled = await Promise.allSettled(prepared.map((p, i) => p.chat.complete(p.forwarded, { signal: calls[i]!.signal, requestId: calls[i]!.requestId, allowed: p.allowed })));
   if (settled.some((s) => s.status === "rejected")) {
     let first: ApiError | undefined;
     settled.forEach((s, i) => {
@@ -63,7 +63,10 @@ export async function completeViaChat(deps: AppDeps, calls: ChatCall[]): Promise
   const results = settled.map((s, i) => {
     const call = calls[i]!;
     const p = prepared[i]!;
-    const { completion, usage } = (s as PromiseFulfilledResult<{ completion: any; usage?: TokenUsage }>).value;
+    const value = (s as PromiseFulfilledResult<PluginChatResult>).value;
+    const completion: any = value.completion;
+    // as chat: the plugin's own usage (checked by the host), else the upstream's report it relayed
+    const usage = value.usage ?? value.upstreamUsage;
     deps.telemetry.upstream({ plugin: p.model.plugin, model: p.model.id, ms: performance.now() - call.startedAt, outcome: "ok" });
     const u = usage as { prompt_tokens?: unknown; completion_tokens?: unknown } | undefined;
     let counted: number | null = null;

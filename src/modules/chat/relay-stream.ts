@@ -13,7 +13,7 @@ import type { AppDeps } from "../../deps.ts";
 import type { ChatStreamEvent } from "../../plugin-sdk/index.ts";
 import { DeliveryCount } from "./delivery-count.ts";
 import { failChat, finishChat, prepareChat, type ChatCall, type PreparedChat } from "./service.ts";
-import { clientErrorFrom } from "../../http/plugin-errors.ts";
+import { clientErrorFrom, pluginErrorKind } from "../../http/plugin-errors.ts";
 
 const encoder = new TextEncoder();
 const DONE = encoder.encode("data: [DONE]\n\n");
@@ -30,7 +30,7 @@ export async function streamChat(deps: AppDeps, call: ChatCall): Promise<Respons
   let first: IteratorResult<ChatStreamEvent>;
   try {
     if (call.signal.aborted) onClientGone();
-    events = (await p.chat.stream(p.forwarded, { signal: upstream.signal }))[Symbol.asyncIterator]();
+    events = (await p.chat.stream(p.forwarded, { signal: upstream.signal, requestId: call.requestId }))[Symbol.asyncIterator]();
     first = await events.next();
   } catch (err) {
     call.signal.removeEventListener("abort", onClientGone);
@@ -142,10 +142,10 @@ class Relay {
     this.upstream.abort(); // no-op after a normal end; stops the upstream request otherwise
     this.events.return?.().catch(() => {});
     const apiError = end.kind === "failed" ? clientErrorFrom(end.err) : null;
-    if (apiError?.status === 500) this.deps.logger.error({ err: (end as { err: unknown }).err, requestId: this.call.requestId }, "chat stream: unexpected error");
+    if (apiError?.status === 500) this.deps.logger.error({ err: (end as { err: unknown }).err, requestId: this.call.requestId, plugin: this.p.model.plugin, model: this.p.model.id }, "chat stream: unexpected error");
     this.deps.telemetry.upstream({
       plugin: this.p.model.plugin, model: this.p.model.id, ms: performance.now() - this.call.startedAt,
-      outcome: end.kind === "failed" ? "error" : "ok", errorKind: end.kind === "failed" ? (end.err as { kind?: string }).kind : undefined,
+      outcome: end.kind === "failed" ? "error" : "ok", errorKind: end.kind === "failed" ? pluginErrorKind(end.err) : undefined,
     });
     const delivered = this.count.localTokens();
     const reported = this.count.reported;

@@ -7,12 +7,13 @@ import { ABSURD_TOKENS, openCharge, priceOf, type Charge } from "../../billing/i
 import type { AppDeps } from "../../deps.ts";
 import { resolveModel } from "../../registry/resolve-model.ts";
 import type { RequestFacts } from "../../ops/hooks.ts";
-import type { ChatCapability, TokenUsage } from "../../plugin-sdk/index.ts";
+import type { ChatCompletionRequest as PluginChatRequest, ChatResult } from "../../plugin-sdk/index.ts";
+import type { HostChat } from "../../plugin-host/types.ts";
 import type { RegisteredModel } from "../../registry/model-registry.ts";
 import { countTextTokens, estimateChatRequestTokens } from "../../text/tokens.ts";
 import { closeRequest, type ChatAllowance, type ChatOutcome } from "./close-request.ts";
 import type { ChatCompletionRequest } from "./model.ts";
-import { clientErrorFrom } from "../../http/plugin-errors.ts";
+import { clientErrorFrom, pluginErrorKind } from "../../http/plugin-errors.ts";
 
 /**
  * Output tokens held when neither the client nor the model config bounds the reply (and the model
@@ -44,9 +45,9 @@ export interface ChatCall {
 
 export interface PreparedChat {
   model: RegisteredModel;
-  chat: ChatCapability;
-  /** the client's body with max tokens clamped (model is mapped by the plugin) */
-  forwarded: Record<string, unknown>;
+  chat: HostChat;
+  /** the client's body with max tokens clamped; `model` stays reelay's id (the plugin sends its upstream's name) */
+  forwarded: PluginChatRequest;
   promptEstimate: number;
   charge: Charge;
   /** the most the request may be billed for (usage beyond it is an upstream anomaly) */
@@ -114,7 +115,7 @@ export async function prepareChat(deps: AppDeps, call: ChatCall): Promise<Prepar
     reason: `chat ${model.id}: hold for ${promptEstimate} prompt + ${output.maxOutput * choices} output tokens`,
   });
   const allowed = chatAllowance(call.body, model, promptEstimate, output, choices);
-  return { model, chat, forwarded: output.forwarded, promptEstimate, charge, allowed, headers };
+  return { model, chat, forwarded: output.forwarded as PluginChatRequest, promptEstimate, charge, allowed, headers };
 }
 
 /** Close the request (money + usage row, queued), report it, and return what was charged. */
@@ -127,8 +128,8 @@ export function finishChat(call: ChatCall, p: PreparedChat, out: ChatOutcome) {
 /** Release the hold of a request that produced nothing, record it, and return the client's error. */
 export function failChat(deps: AppDeps, call: ChatCall, p: PreparedChat, err: unknown, disconnected = false) {
   const apiError = clientErrorFrom(err);
-  if (apiError.status === 500 && !disconnected) deps.logger.error({ err, requestId: call.requestId }, "chat: unexpected error from the plugin");
-  deps.telemetry.upstream({ plugin: p.model.plugin, model: p.model.id, ms: performance.now() - call.startedAt, outcome: "error", errorKind: (err as { kind?: string }).kind });
+  if (apiError.status === 500 && !disconnected) deps.logger.error({ err, requestId: call.requestId, plugin: p.model.plugin, model: p.model.id }, "chat: unexpected error");
+  deps.telemetry.upstream({ plugin: p.model.plugin, model: p.model.id, ms: performance.now() - call.startedAt, outcome: "error", errorKind: pluginErrorKind(err) });
   finishChat(call, p, {
     status: disconnected ? 499 : apiError.status, charge: false, reported: { prompt: undefined, completion: undefined }, local: { prompt: 0, completion: 0 },
     deliveredTokens: 0, disconnected, errorCode: disconnected ? "client_disconnected" : apiError.code,
@@ -139,15 +140,16 @@ export function failChat(deps: AppDeps, call: ChatCall, p: PreparedChat, err: un
 /** Non-streamed completion: the upstream's object with `model` set to reelay's model id. */
 export async function completeChat(deps: AppDeps, call: ChatCall): Promise<Response> {
   const p = await prepareChat(deps, call);
-  let result: { completion: any; usage?: TokenUsage };
+  let result: ChatResult;
   try {
-    result = await p.chat.complete(p.forwarded, { signal: call.signal });
+    result = await p.chat.complete(p.forwarded, { signal: call.signal, requestId: call.requestId, allowed: p.allowed });
   } catch (err) {
     throw failChat(deps, call, p, err, call.signal.aborted);
   }
   deps.telemetry.upstream({ plugin: p.model.plugin, model: p.model.id, ms: performance.now() - call.startedAt, outcome: "ok" });
-  const { completion, usage } = result;
-  const u = usage as { prompt_tokens?: unknown; completion_tokens?: unknown } | undefined;
+  // only the returned usage is billed (checked by the host), else the upstream's report as relayed, never completion.usage
+  const completion: any = result.completion;
+  const u = (result.usage ?? result.upstreamUsage) as { prompt_tokens?: unknown; completion_tokens?: unknown } | undefined;
   let counted: number | null = null;
   const local = () => (counted ??= countTextTokens(completionText(completion)));
   const billed = finishChat(call, p, {
@@ -159,8 +161,11 @@ export async function completeChat(deps: AppDeps, call: ChatCall): Promise<Respo
   });
   if (completion && typeof completion === "object") {
     completion.model = p.model.id;
-    // usage the upstream made up is not what the client pays: show what it was billed for
-    if (billed.anomaly && u) completion.usage = { prompt_tokens: billed.promptTokens, completion_tokens: billed.completionTokens, total_tokens: billed.promptTokens + billed.completionTokens };
+    // the usage the client sees is what it was billed for (an upstream's made-up numbers, or counts the plugin put there and did not return)
+    const shown = completion.usage;
+    if ((billed.anomaly && u) || (shown && (shown.prompt_tokens !== billed.promptTokens || shown.completion_tokens !== billed.completionTokens))) {
+      completion.usage = { ...(shown && typeof shown === "object" ? shown : {}), prompt_tokens: billed.promptTokens, completion_tokens: billed.completionTokens, total_tokens: billed.promptTokens + billed.completionTokens };
+    }
   }
   return new Response(JSON.stringify(completion), { headers: { "content-type": "application/json", ...p.headers } });
 }

@@ -6,10 +6,9 @@ import type { Principal } from "../../auth/authenticate-key.ts";
 import { credibleCount, openCharge, priceOf, type Charge } from "../../billing/index.ts";
 import type { AppDeps } from "../../deps.ts";
 import { ApiError, badRequest } from "../../errors.ts";
-import { apiErrorFromPlugin } from "../../http/plugin-errors.ts";
+import { clientErrorFrom, pluginErrorKind } from "../../http/plugin-errors.ts";
 import { resolveModel } from "../../registry/resolve-model.ts";
-import type { EmbeddingsResult } from "../../plugin-sdk/index.ts";
-import { PluginError } from "../../plugin-sdk/index.ts";
+import { isPluginError, type EmbeddingsResult } from "../../plugin-sdk/index.ts";
 import type { RegisteredModel } from "../../registry/model-registry.ts";
 import { encodeEmbedding, type EncodingFormat } from "./encode.ts";
 import { countInputTokens, limitsFor, normalizeInput } from "./inputs.ts";
@@ -61,7 +60,8 @@ export async function createEmbeddings(
   let result: EmbeddingsResult;
   try {
     const inputs = input.kind === "text" ? input.texts : [];
-    result = await cap.embed({ body, inputs }, { signal: opts.signal });
+    const allowed = { prompt: PROMPT_SLACK_FACTOR * estimate + PROMPT_SLACK_TOKENS };
+    result = await cap.embed({ body, inputs }, { signal: opts.signal, requestId: opts.ref, allowed });
   } catch (err) {
     throw failure(deps, model, err, opts.signal, started, charge);
   }
@@ -69,7 +69,7 @@ export async function createEmbeddings(
 
   // A model that tokenizes in process (countTokens) counted the inputs itself: that count is local.
   // Otherwise the upstream's count is billed when credible (token-array inputs: 0 is not).
-  const reported = result.usage?.prompt_tokens;
+  const reported = (result.usage ?? (result.upstreamUsage as { prompt_tokens?: unknown } | undefined))?.prompt_tokens;
   const counted = cap.countTokens
     ? { tokens: estimate, source: "local" as const, anomaly: null }
     : credibleCount("prompt_tokens", input.kind === "tokens" && reported === 0 ? undefined : reported, { local: estimate, max: PROMPT_SLACK_FACTOR * estimate + PROMPT_SLACK_TOKENS });
@@ -88,19 +88,12 @@ export async function createEmbeddings(
 
 /** Record the failure (release + usage row) and return what the client should see. */
 function failure(deps: AppDeps, model: RegisteredModel, err: unknown, signal: AbortSignal, started: number, charge: Charge): unknown {
-  const disconnected = signal.aborted && !(err instanceof PluginError);
-  let mapped: ApiError | null = null;
-  if (!disconnected) {
-    try {
-      mapped = apiErrorFromPlugin(err);
-    } catch {
-      mapped = null; // a bug: the original error goes to the app's handler (logged, 500)
-    }
-  }
-  const status = disconnected ? 499 : mapped?.status ?? 500;
-  const errorCode = disconnected ? "client_disconnected" : mapped?.code ?? "internal_error";
-  deps.telemetry.upstream({ plugin: model.plugin, model: model.id, ms: performance.now() - started, outcome: "error", errorKind: err instanceof PluginError ? err.kind : "internal" });
+  const disconnected = signal.aborted && !isPluginError(err);
+  const mapped = disconnected ? null : clientErrorFrom(err);
+  const status = disconnected ? 499 : mapped!.status;
+  const errorCode = disconnected ? "client_disconnected" : mapped!.code;
+  deps.telemetry.upstream({ plugin: model.plugin, model: model.id, ms: performance.now() - started, outcome: "error", errorKind: pluginErrorKind(err) });
   charge.release({ status, errorCode, disconnected, tokenSource: "local" });
   if (disconnected) return new ApiError(499, "invalid_request_error", "The client closed the request.", { code: "client_disconnected" });
-  return mapped ?? err;
+  return mapped!;
 }

@@ -24,7 +24,7 @@ beforeAll(() => {
   pluginsDir = mkdtempSync(join(tmpdir(), "reelay-gated-"));
   writeFileSync(join(pluginsDir, "gated.js"), `
 export default {
-  name: "gated", apiVersion: 1,
+  name: "gated", apiVersion: 2,
   models: [{ id: "gated-emb", pricing: { inputPerMillion: 1000000 } }],
   create(ctx) {
     return {

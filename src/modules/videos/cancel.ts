@@ -18,7 +18,7 @@ export async function cancelVideo(deps: AppDeps, id: string, accountId: string) 
   const job = await failJob(deps, id, { code: "cancelled", message: "The job was cancelled by the client." }, { plugin: null, guard: sql`v.account_id = ${accountId}` });
   if (job?.pluginHandle) {
     const video = deps.registry.get(job.model)?.instance.video;
-    await video?.cancel?.(job.pluginHandle, { signal: AbortSignal.timeout(CANCEL_TIMEOUT_MS) }).catch((err) => {
+    await video?.cancel?.(job.pluginHandle, { signal: AbortSignal.timeout(CANCEL_TIMEOUT_MS), requestId: id }).catch((err) => {
       deps.logger.warn({ err, jobId: id }, "provider cancel failed; the job is cancelled here regardless");
     });
   }

@@ -12,8 +12,8 @@
  * Retryable errors do release the lease: the job is due again after a backoff, on any instance.
  */
 import type { AppDeps } from "../../../deps.ts";
-import { PluginError, type VideoCapability, type VideoPollResult } from "../../../plugin-sdk/index.ts";
-import { safeFetchBytes, SafeFetchError } from "../../../net/safe-fetch.ts";
+import { jobFailureFrom, pluginErrorKind } from "../../../http/plugin-errors.ts";
+import type { HostPollResult, HostVideo } from "../../../plugin-host/types.ts";
 import { beginSubmitAttempt, forgetHandle, releaseJob, saveProgress, type ClaimedJob } from "../job-table/claim-due-jobs.ts";
 import { completeJob, failJob, saveHandle } from "../job-table/transitions.ts";
 
@@ -31,14 +31,13 @@ const BACKOFF_CAP_MS = 30_000;
 const DEFAULT_POLL_MS = 1_000;
 /** progress moves below this are not worth a database write (a 100-job poll loop would write 200/s) */
 const PROGRESS_STEP = 0.05;
-const MAX_RESULT_BYTES = 256 * 1024 * 1024;
-const RESULT_FETCH_TIMEOUT_MS = 120_000;
 
 export interface RunJobContext {
   deps: Pick<AppDeps, "database" | "telemetry" | "config" | "logger">;
   owner: string;
   plugin: string;
-  video: VideoCapability;
+  /** checked by the host (plugin-host/checked-video.ts): handles, states, progress and MP4s are valid, result URLs downloaded */
+  video: HostVideo;
   signal: AbortSignal;
 }
 
@@ -58,20 +57,22 @@ export async function runJob(ctx: RunJobContext, job: ClaimedJob): Promise<void>
     if (streak >= MAX_ERROR_STREAK) return void (await fail("upstream_error", `the provider kept failing (${streak} times); last error: ${message}`));
     await releaseJob(db, job.id, owner, backoffMs(streak), { errorStreak: streak, clearHandle: opts.clearHandle, lastError: message });
   };
-  const onError = async (err: unknown, what: "submit" | "poll" | "download") => {
+  const onError = async (err: unknown, what: "submit" | "poll") => {
     if (signal.aborted) throw signal.reason ?? err;
-    if (err instanceof PluginError && !err.retryable) return fail(err.code ?? (err.kind === "invalid_request" ? "invalid_request" : "generation_failed"), err.message);
-    deps.logger.warn({ err, jobId: job.id, model: job.model, what }, "video job: retryable error");
+    // the same table as the chat and embeddings routes (the SDK's describeFailure): code, message, retried or not
+    const failure = jobFailureFrom(err);
+    if (!failure.retryable) return fail(failure.code, failure.message);
+    deps.logger.warn({ err, jobId: job.id, model: job.model, plugin: ctx.plugin, what }, "video job: retryable error");
     await retryLater(`${what}: ${(err as Error)?.message ?? String(err)}`);
   };
-  const timed = async <T>(kind: string, call: () => Promise<T>): Promise<T> => {
+  const timed = async <T>(call: () => Promise<T>): Promise<T> => {
     const t0 = performance.now();
     try {
       const r = await call();
       deps.telemetry.upstream({ plugin: ctx.plugin, model: job.model, ms: performance.now() - t0, outcome: "ok" });
       return r;
     } catch (e) {
-      deps.telemetry.upstream({ plugin: ctx.plugin, model: job.model, ms: performance.now() - t0, outcome: "error", errorKind: e instanceof PluginError ? e.kind : kind });
+      deps.telemetry.upstream({ plugin: ctx.plugin, model: job.model, ms: performance.now() - t0, outcome: "error", errorKind: pluginErrorKind(e) });
       throw e;
     }
   };
@@ -90,10 +91,10 @@ export async function runJob(ctx: RunJobContext, job: ClaimedJob): Promise<void>
       job.attempts = attempts;
       let submitted: { handle: string };
       try {
-        submitted = await timed("submit", () => video.submit({
+        submitted = await timed(() => video.submit({
           jobId: job.id, prompt: job.prompt, negativePrompt: job.negativePrompt ?? undefined, image: { bytes: job.image!, mime: job.imageMime! },
           width: job.width, height: job.height, seconds: job.seconds, seed: job.seed, steps: job.steps ?? undefined,
-        }, { signal }));
+        }, { signal, requestId: job.id }));
       } catch (e) {
         return void (await onError(e, "submit"));
       }
@@ -101,7 +102,7 @@ export async function runJob(ctx: RunJobContext, job: ClaimedJob): Promise<void>
       const saved = await saveHandle(deps, job.id, owner, submitted.handle);
       if (!saved) {
         // cancelled (or taken over) while the provider was accepting it: do not leave it running there
-        await video.cancel?.(submitted.handle, { signal: AbortSignal.timeout(10_000) }).catch(() => {});
+        await video.cancel?.(submitted.handle, { signal: AbortSignal.timeout(10_000), requestId: job.id }).catch(() => {});
         return;
       }
       handle = submitted.handle;
@@ -111,9 +112,9 @@ export async function runJob(ctx: RunJobContext, job: ClaimedJob): Promise<void>
       continue;
     }
 
-    let r: VideoPollResult;
+    let r: HostPollResult;
     try {
-      r = await timed("poll", () => video.poll(handle!, { signal }));
+      r = await timed(() => video.poll(handle!, { signal, requestId: job.id }));
     } catch (e) {
       return void (await onError(e, "poll"));
     }
@@ -129,22 +130,10 @@ export async function runJob(ctx: RunJobContext, job: ClaimedJob): Promise<void>
         await sleep(pollEvery, signal);
         continue;
       }
-      case "succeeded": {
-        let mp4: Uint8Array;
-        if ("mp4" in r) mp4 = r.mp4;
-        else {
-          try {
-            mp4 = (await safeFetchBytes(r.url, { maxBytes: MAX_RESULT_BYTES, timeoutMs: RESULT_FETCH_TIMEOUT_MS, allowPrivateNetwork: false, signal })).bytes;
-          } catch (e) {
-            if (e instanceof SafeFetchError && (e.code === "blocked_address" || e.code === "invalid_url" || e.code === "too_large")) {
-              return void (await fail("invalid_result", `the provider's result URL was refused: ${e.message}`));
-            }
-            return void (await onError(e, "download"));
-          }
-        }
-        await completeJob(deps, job.id, mp4, { plugin: ctx.plugin });
+      case "succeeded":
+        // a result URL was downloaded (SSRF-guarded) and checked by the host before it got here
+        await completeJob(deps, job.id, r.mp4, { plugin: ctx.plugin });
         return;
-      }
       case "failed":
         if (r.retryable) return void (await retryLater(`${r.code}: ${r.message}`, { clearHandle: true }));
         return void (await fail(r.code || "generation_failed", r.message || "the provider reported a failure"));

@@ -1,0 +1,73 @@
+/**
+ * An upstream's non-2xx answer → PluginError('upstream_http') with the upstream's status and its own
+ * message, code and param when its error body has them. The body is read up to 64 KiB: enough for
+ * any real error body, bounded for a hostile one that never ends.
+ */
+import { PluginError } from "./errors.ts";
+
+const MAX_ERROR_BODY = 64 * 1024;
+
+export interface ErrorBody {
+  message?: string;
+  code?: string;
+  param?: string | null;
+}
+
+/**
+ * The message, code and param of the usual error shapes: OpenAI `{error: {message, type, param,
+ * code}}`, vLLM `{object: "error", message, type, code}`, Ollama and others `{error: "text"}`,
+ * FastAPI `{detail: "text" | [{msg, type}]}` (fal's queue too), RFC 7807 `{title, detail}`. Anything else: {}.
+ */
+export function parseErrorBody(text: string): ErrorBody {
+  let body: any;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return {};
+  }
+  if (typeof body !== "object" || body === null) return {};
+  const e = typeof body.error === "object" && body.error !== null ? body.error : body;
+  const detail = Array.isArray(body.detail) ? body.detail.map((d: any) => d?.msg).filter((m: unknown) => typeof m === "string").join("; ") : body.detail;
+  const message = typeof e.message === "string" ? e.message
+    : typeof body.error === "string" ? body.error
+    : typeof detail === "string" && detail ? detail
+    : typeof body.title === "string" ? body.title : undefined;
+  const firstDetail = Array.isArray(body.detail) ? body.detail[0] : undefined;
+  const code = typeof e.code === "string" ? e.code : typeof e.type === "string" ? e.type : typeof firstDetail?.type === "string" ? firstDetail.type : undefined;
+  const param = typeof e.param === "string" ? e.param : null;
+  return { message, code, param };
+}
+
+/** The upstream answered `res.status` (not 2xx): its error, secrets redacted, as a PluginError. */
+export async function upstreamHttpError(res: Response, redact: (text: string) => string = (t) => t): Promise<PluginError> {
+  let text = "";
+  try {
+    text = redact(await readPrefix(res, MAX_ERROR_BODY));
+  } catch {
+    // the status alone is still a valid answer
+  }
+  const parsed = parseErrorBody(text);
+  const message = parsed.message ?? (text.trim() && !/^\s*</.test(text) ? text.trim().slice(0, 500) : `upstream answered HTTP ${res.status}`);
+  return new PluginError("upstream_http", message.slice(0, 1000), { status: res.status, code: parsed.code, param: parsed.param });
+}
+
+/** The first `max` bytes of a body as text; the rest is never read. */
+async function readPrefix(res: Response, max: number): Promise<string> {
+  if (!res.body) return "";
+  const reader = res.body.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  let bytes = 0;
+  try {
+    while (bytes < max) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      const take = value.subarray(0, max - bytes);
+      bytes += take.byteLength;
+      text += decoder.decode(take, { stream: true });
+    }
+  } finally {
+    reader.cancel().catch(() => {});
+  }
+  return text + decoder.decode();
+}

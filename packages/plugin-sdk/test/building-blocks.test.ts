@@ -1,0 +1,83 @@
+/** Chunk builders, the host's checks, error brands and the failure table's retry defaults. */
+import { describe, expect, test } from "bun:test";
+import {
+  chatChunks, checkOptions, defaultRetryable, describeFailure, isMp4, isPluginError, PLUGIN_ERROR_BRAND, problemWithChatResult, problemWithHandle,
+  problemWithPollResult, problemWithStreamEvent, problemWithUsage, readPluginError, Type, usageOf,
+} from "../src/index.ts";
+
+describe("chatChunks", () => {
+  test("every event carries its data and the same JSON; the usage chunk has choices: []", () => {
+    const out = chatChunks({ model: "m", id: "chatcmpl-1", created: 7 });
+    const events = [out.role(), out.delta("Hel"), out.delta("lo", { usage: { prompt_tokens: 3, completion_tokens: 1 } }), out.finish("stop"), out.usage({ prompt_tokens: 3, completion_tokens: 2 }), out.done()];
+    for (const e of events) {
+      expect(problemWithStreamEvent(e)).toBeNull();
+      if (e.data !== "[DONE]") expect(JSON.parse(e.data)).toEqual(e.json);
+    }
+    expect(events[1]!.json).toEqual({ id: "chatcmpl-1", object: "chat.completion.chunk", created: 7, model: "m", choices: [{ index: 0, delta: { content: "Hel" }, finish_reason: null }] });
+    expect(events[4]!.json).toMatchObject({ choices: [], usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 } });
+    expect(problemWithChatResult({ completion: out.completion({ content: "Hello" }, "stop", { prompt_tokens: 3, completion_tokens: 2 }), usage: { prompt_tokens: 3, completion_tokens: 2 } })).toBeNull();
+  });
+
+  test("usage that is not integers ≥ 0 is refused where it is built", () => {
+    expect(() => usageOf({ prompt_tokens: "3" as never, completion_tokens: 1 })).toThrow(RangeError);
+    expect(() => usageOf({ prompt_tokens: 3, completion_tokens: -1 })).toThrow("usage.completion_tokens must be an integer ≥ 0, got -1");
+  });
+});
+
+describe("the host's checks", () => {
+  test("usage: integers ≥ 0 within the allowance", () => {
+    expect(problemWithUsage({ prompt_tokens: 3, completion_tokens: 8 }, ["prompt_tokens", "completion_tokens"], { completion: 8 })).toBeNull();
+    expect(problemWithUsage({ prompt_tokens: 3, completion_tokens: 9 }, ["prompt_tokens", "completion_tokens"], { completion: 8 })).toBe("usage.completion_tokens is 9, more than the 8 this request allows");
+    expect(problemWithUsage({ prompt_tokens: 2.5 }, ["prompt_tokens"])).toBe("usage.prompt_tokens is 2.5, not an integer ≥ 0");
+    expect(problemWithUsage("12", ["prompt_tokens"])).toBe('usage is "12", not an object');
+  });
+
+  test("an MP4 starts with a well-formed ftyp box", () => {
+    const ftyp = Uint8Array.of(0, 0, 0, 24, 0x66, 0x74, 0x79, 0x70, 0x69, 0x73, 0x6f, 0x6d, 0, 0, 2, 0, 0x69, 0x73, 0x6f, 0x6d, 0x61, 0x76, 0x63, 0x31);
+    expect(isMp4(ftyp)).toBe(true);
+    expect(isMp4(new TextEncoder().encode("<html><body>gateway</body></html>"))).toBe(false);
+    expect(isMp4(Uint8Array.of(0, 0, 1, 0, ...ftyp.subarray(4)))).toBe(false); // a box larger than the bytes
+    expect(isMp4("ftyp")).toBe(false);
+  });
+
+  test("poll results: known states, progress 0–1, bytes or an http(s) URL, failures with a code; handles are strings", () => {
+    expect(problemWithPollResult({ state: "running", progress: 0.4 })).toBeNull();
+    expect(problemWithPollResult({ state: "running", progress: 40 })).toContain("progress is a fraction from 0 to 1");
+    expect(problemWithPollResult({ state: "done" })).toContain('state "done"');
+    expect(problemWithPollResult({ state: "succeeded", url: "ftp://x" })).toContain("neither mp4 bytes nor an http(s) url");
+    expect(problemWithPollResult({ state: "failed", code: "content policy!", message: "x" })).toContain("a code is a short word");
+    expect(problemWithHandle({ handle: 42 })).toContain("handle 42");
+    expect(problemWithHandle({ handle: "x".repeat(2000) })).toContain("2000 characters");
+  });
+});
+
+describe("errors", () => {
+  test("the brand is a global symbol: a look-alike from another bundle is recognised, a plain Error is not", () => {
+    expect(PLUGIN_ERROR_BRAND as symbol).toBe(Symbol.for("reelay.plugin-error"));
+    const foreign = Object.assign(new Error("from elsewhere"), { [Symbol.for("reelay.plugin-error")]: true, kind: "timeout" });
+    expect(isPluginError(foreign)).toBe(true);
+    expect(isPluginError(new Error("x"))).toBe(false);
+    expect(describeFailure(foreign).status).toBe(504);
+  });
+
+  test("fields from an older or broken plugin are sanitised", () => {
+    const odd = { [Symbol.for("reelay.plugin-error")]: true, kind: "quantum", status: 99, code: 5, retryable: "yes", message: "" };
+    expect(readPluginError(odd)).toEqual({ kind: "failed", message: "the plugin failed (failed)", status: undefined, code: "unknown_error_kind:quantum", param: null, retryable: false, retryAfterSeconds: undefined });
+  });
+
+  test("retried by default: refused/reset, timeouts, 5xx and 429, overloaded; nothing else", () => {
+    expect([defaultRetryable("connect"), defaultRetryable("timeout"), defaultRetryable("overloaded"), defaultRetryable("upstream_http", 503), defaultRetryable("upstream_http", 429)]).toEqual([true, true, true, true, true]);
+    expect([defaultRetryable("upstream_http", 401), defaultRetryable("malformed"), defaultRetryable("failed"), defaultRetryable("invalid_request"), defaultRetryable("stream_interrupted")]).toEqual([false, false, false, false, false]);
+  });
+});
+
+test("checkOptions: defaults filled in, each problem with its option", () => {
+  const schema = Type.Object({ url: Type.String(), n: Type.Integer({ minimum: 1, default: 3 }), mode: Type.Union([Type.Literal("a"), Type.Literal("b")], { default: "a" }) }, { additionalProperties: false });
+  expect(checkOptions(schema, { url: "x" })).toEqual({ options: { url: "x", n: 3, mode: "a" }, problems: [] });
+  expect(checkOptions(schema, { n: 0, mode: "c", extra: 1 }).problems).toEqual([
+    { option: "url", message: "is required" },
+    { option: "extra", message: "unknown option" },
+    { option: "n", message: "expected integer to be greater or equal to 1 (got 0)" },
+    { option: "mode", message: 'must be one of "a", "b" (got "c")' },
+  ]);
+});

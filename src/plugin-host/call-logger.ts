@@ -1,0 +1,32 @@
+/**
+ * The logger a plugin gets (ctx.logger per model, CallOptions.logger per call): the SDK's
+ * msg-first shape over a pino child bound to plugin, model and, per call, requestId. A plugin's
+ * fields never replace the host's: pino would write both keys and a log search would see the
+ * plugin's, so a field named like one of the host's is written as `plugin_<name>`.
+ */
+import type { Logger } from "../logger.ts";
+import type { PluginLogger } from "../plugin-sdk/index.ts";
+
+const HOST_FIELDS = new Set(["plugin", "model", "requestId", "jobId", "level", "time", "msg", "pid", "hostname", "component"]);
+
+function safeFields(fields: Record<string, unknown> | undefined): Record<string, unknown> {
+  if (!fields) return {};
+  let out: Record<string, unknown> | null = null;
+  for (const key of Object.keys(fields)) {
+    if (!HOST_FIELDS.has(key)) continue;
+    out ??= { ...fields };
+    delete out[key];
+    out[`plugin_${key}`] = fields[key];
+  }
+  return out ?? fields;
+}
+
+export function callLogger(base: Logger, bindings: { plugin: string; model: string; requestId?: string }): PluginLogger {
+  const child = base.child(bindings);
+  return {
+    debug: (msg, fields) => child.debug(safeFields(fields), msg),
+    info: (msg, fields) => child.info(safeFields(fields), msg),
+    warn: (msg, fields) => child.warn(safeFields(fields), msg),
+    error: (msg, fields) => child.error(safeFields(fields), msg),
+  };
+}

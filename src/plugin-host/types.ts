@@ -1,0 +1,43 @@
+/**
+ * The plugin instance as the host calls it: every capability wrapped by checked-instance.ts, so a
+ * route or the scheduler gets only results that passed the SDK's checks, errors already branded,
+ * and result URLs already downloaded. Host calls pass a HostCall; the wrapper gives the plugin its
+ * CallOptions (with a logger bound to the request).
+ */
+import type {
+  ChatCompletionRequest, ChatResult, ChatStreamEvent, EmbeddingsCapability, EmbeddingsRequest, EmbeddingsResult,
+  ModelInstance, UsageAllowance, VideoCapability, VideoPollResult, VideoRequest,
+} from "../plugin-sdk/index.ts";
+
+export interface HostCall {
+  signal: AbortSignal;
+  /** the client's x-request-id; the job id for video calls */
+  requestId: string;
+  /** what the request may be billed for at most (usage beyond it is a broken plugin) */
+  allowed?: UsageAllowance;
+}
+
+export interface HostChat {
+  complete(body: ChatCompletionRequest, call: HostCall): Promise<ChatResult>;
+  /** always present: a plugin without stream() is answered from complete() */
+  stream(body: ChatCompletionRequest, call: HostCall): Promise<AsyncIterable<ChatStreamEvent>>;
+}
+
+export interface HostEmbeddings extends Omit<EmbeddingsCapability, "embed"> {
+  embed(req: EmbeddingsRequest, call: HostCall): Promise<EmbeddingsResult>;
+}
+
+/** a result URL has been downloaded and checked: the host only ever sees MP4 bytes */
+export type HostPollResult = Exclude<VideoPollResult, { url: string }>;
+
+export interface HostVideo extends Omit<VideoCapability, "submit" | "poll" | "cancel"> {
+  submit(req: VideoRequest, call: HostCall): Promise<{ handle: string }>;
+  poll(handle: string, call: HostCall): Promise<HostPollResult>;
+  cancel?(handle: string, call: HostCall): Promise<void>;
+}
+
+export interface HostInstance extends Pick<ModelInstance, "load" | "unload" | "close"> {
+  chat?: HostChat;
+  embeddings?: HostEmbeddings;
+  video?: HostVideo;
+}
