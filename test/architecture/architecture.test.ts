@@ -12,7 +12,7 @@ const DOC = readFileSync(join(ROOT, "docs/architecture.md"), "utf8");
 /** Code spans that name repository paths: a root folder or a file with an extension, no spaces. */
 function pathsNamed(markdown: string): string[] {
   const spans = [...markdown.matchAll(/`([^`\n]+)`/g)].map((m) => m[1]!);
-  return spans.filter((s) => !/\s/.test(s) && (/^(src|plugins|test|docs|bench|drizzle|console|examples|scripts|deploy)\//.test(s) || /\.(ts|md|sql|json|sh)$/.test(s)));
+  return spans.filter((s) => !/\s/.test(s) && (/^(src|packages|plugins|test|docs|bench|drizzle|console|examples|scripts|deploy)\//.test(s) || /\.(ts|md|sql|json|sh)$/.test(s)));
 }
 
 describe("docs/architecture.md", () => {
@@ -20,7 +20,7 @@ describe("docs/architecture.md", () => {
 
   test("names files from the repository root, and every one exists", () => {
     expect(paths.length).toBeGreaterThan(40);
-    const relativeNames = paths.filter((p) => !/^(src|plugins|test|docs|bench|drizzle|console|examples|scripts|deploy)\//.test(p));
+    const relativeNames = paths.filter((p) => !/^(src|packages|plugins|test|docs|bench|drizzle|console|examples|scripts|deploy)\//.test(p));
     expect(relativeNames).toEqual([]);
     expect(paths.filter((p) => !existsSync(join(ROOT, p)))).toEqual([]);
   });
@@ -36,8 +36,8 @@ describe("docs/architecture.md", () => {
  * need with `import type { AppDeps } from "src/deps.ts"` (types only, nothing runs).
  */
 const LAYERS: Array<{ name: string; parts: string[] }> = [
-  { name: "foundation", parts: ["config.ts", "errors.ts", "ids.ts", "logger.ts", "background.ts", "db", "net", "media", "text", "workers", "plugin-sdk"] },
-  { name: "services", parts: ["billing", "accounts", "auth", "rate-limit", "registry", "ops", "usage"] },
+  { name: "foundation", parts: ["config.ts", "errors.ts", "ids.ts", "logger.ts", "background.ts", "db", "net", "media", "text", "plugin-sdk"] },
+  { name: "services", parts: ["billing", "accounts", "auth", "rate-limit", "registry", "plugin-host", "ops", "usage"] },
   { name: "HTTP", parts: ["http"] },
   { name: "route modules", parts: ["modules"] },
   { name: "composition", parts: ["main.ts", "boot.ts", "app.ts", "listen.ts", "deps.ts", "cli"] },
