@@ -52,6 +52,10 @@ function checkedEvents(events: AsyncIterable<ChatStreamEvent>, site: PluginSite,
           it.return?.().catch(() => {});
           throw violation(site, problem, call.requestId);
         }
+        if (site.secrets?.size) {
+          const data = site.secrets.redact(r.value.data);
+          if (data !== r.value.data) return { done: false, value: { data, json: data === "[DONE]" ? undefined : JSON.parse(data) } };
+        }
       }
       return r;
     },

@@ -38,6 +38,7 @@ export function checkedVideo(video: VideoCapability, site: VideoSite, calls: Plu
       cancel?.(handle, calls.options({ signal: AbortSignal.timeout(CANCEL_TIMEOUT_MS), requestId: call.requestId })).catch(() => {});
       throw violation(site, problem, call.requestId);
     }
+    if (r.state === "failed" && site.secrets) return { ...r, message: site.secrets.redact(r.message) } as HostPollResult;
     return r.state === "succeeded" && "url" in r ? fetchResult(site, r.url, call) : (r as HostPollResult);
   };
   if (cancel) checked.cancel = (handle, call) => guarded(site, call.signal, call.requestId, () => cancel(handle, calls.options(call)));

@@ -15,7 +15,7 @@ export class PluginCalls {
       requestId: call.requestId,
       // made on first use: a pino child per request costs a few µs that most calls never need
       get logger() {
-        return (logger ??= callLogger(site.logger, { plugin: site.plugin, model: site.model, requestId: call.requestId }));
+        return (logger ??= callLogger(site.logger, { plugin: site.plugin, model: site.model, requestId: call.requestId }, site.secrets));
       },
     };
   }

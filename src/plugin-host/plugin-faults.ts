@@ -7,11 +7,14 @@
  */
 import type { Logger } from "../logger.ts";
 import { isPluginError, PluginError } from "../plugin-sdk/index.ts";
+import type { PluginSecrets } from "./secrets.ts";
 
 export interface PluginSite {
   plugin: string;
   model: string;
   logger: Logger;
+  /** what the plugin read from the environment: redacted from everything relayed or logged */
+  secrets?: PluginSecrets;
 }
 
 export const VIOLATION_CODE = "invalid_plugin_result";
@@ -29,8 +32,9 @@ export function violation(site: PluginSite, problem: string, requestId?: string)
  * URL with credentials); the client learns which plugin failed and that the operator has details.
  */
 export function fromPluginThrow(site: PluginSite, err: unknown, signal: AbortSignal, requestId?: string): unknown {
-  if (isPluginError(err) || signal.aborted) return err;
-  site.logger.error({ plugin: site.plugin, model: site.model, requestId, err }, "plugin threw an error that is not a PluginError (a bug in the plugin)");
+  if (signal.aborted) return err;
+  if (isPluginError(err)) return redacted(site, err);
+  site.logger.error({ plugin: site.plugin, model: site.model, requestId, err: site.secrets ? site.secrets.redactValue(err) : err }, "plugin threw an error that is not a PluginError (a bug in the plugin)");
   return new PluginError("failed", `The model's plugin (plugin "${site.plugin}", model "${site.model}") failed unexpectedly; the operator's log has the details.`, {
     code: CRASH_CODE,
     retryable: false,
@@ -45,4 +49,11 @@ export async function guarded<T>(site: PluginSite, signal: AbortSignal, requestI
   } catch (err) {
     throw fromPluginThrow(site, err, signal, requestId);
   }
+}
+
+/** A PluginError whose message quotes a secret of its plugin (an upstream echoing its key): the same error, the secret masked. */
+function redacted(site: PluginSite, err: PluginError): PluginError {
+  const message = site.secrets ? site.secrets.redact(err.message) : err.message;
+  if (message === err.message) return err;
+  return new PluginError(err.kind, message, { status: err.status, code: err.code, param: err.param, retryable: err.retryable, retryAfterSeconds: err.retryAfterSeconds });
 }

@@ -8,6 +8,7 @@ import type { Logger } from "../logger.ts";
 import type { HostServices, PluginContext, ReelayPlugin, SafeFetchOptions } from "../plugin-sdk/index.ts";
 import { callLogger } from "../plugin-host/call-logger.ts";
 import type { VideoSite } from "../plugin-host/checked-video.ts";
+import { PluginSecrets } from "../plugin-host/secrets.ts";
 
 export interface PluginHostDeps {
   logger: Logger;
@@ -25,18 +26,21 @@ export interface PluginHost {
 }
 
 export function pluginHost(deps: PluginHostDeps): PluginHost {
+  // per model: what its plugin read from the environment is redacted from what it relays or logs
+  const secrets = new Map<string, PluginSecrets>();
+  const secretsOf = (modelId: string) => secrets.get(modelId) ?? secrets.set(modelId, new PluginSecrets()).get(modelId)!;
   return {
     context: (model, plugin, options) => ({
       modelId: model.id,
       options,
       model: { maxOutputTokens: model.maxOutputTokens, contextLength: model.contextLength, pricing: model.pricing },
-      logger: callLogger(deps.logger, { plugin: plugin.name, model: model.id }),
-      env: (name) => deps.env[name],
+      logger: callLogger(deps.logger, { plugin: plugin.name, model: model.id }, secretsOf(model.id)),
+      env: (name) => secretsOf(model.id).note(deps.env[name]),
       fetch: globalThis.fetch,
       safeFetchBytes: deps.safeFetchBytes,
       host: deps.host,
     }),
-    site: (model, plugin) => ({ plugin: plugin.name, model: model.id, logger: deps.logger, allowPrivateNetwork: model.allowPrivateNetwork === true, download: deps.safeFetchBytes }),
+    site: (model, plugin) => ({ plugin: plugin.name, model: model.id, logger: deps.logger, secrets: secretsOf(model.id), allowPrivateNetwork: model.allowPrivateNetwork === true, download: deps.safeFetchBytes }),
     close: () => deps.host.close?.(),
   };
 }

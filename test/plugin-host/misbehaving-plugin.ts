@@ -10,6 +10,9 @@
  *   "ok"                      a good answer, usage returned, the call's request id logged
  * streams: "stream-throw-first <kind> [status]", "stream-no-json", "stream-text", "stream-break", "stream-crash-mid"
  * video:   "handle-number", "html-mp4", "progress-percent", "fail-permanent", "poll-throw <kind> [status]", "url <url>", "ok"
+ * secrets (the value of the env var named by option `secretEnv`, as an upstream echoing its key would):
+ *   chat "leak-throw" (in an error message), "leak-stream" (in a streamed chunk), "leak-log" (in its
+ *   log line and fields); video "leak-fail" (in a failed job's message), "leak-throw" at submit
  * Every submit and poll is appended to the file in option `record` (calls are counted by the tests).
  */
 import { appendFileSync } from "node:fs";
@@ -29,7 +32,7 @@ const said = (body: ChatCompletionRequest) => {
 
 export default definePlugin({
   name: "misbehaving",
-  options: Type.Object({ record: Type.Optional(Type.String()) }),
+  options: Type.Object({ record: Type.Optional(Type.String()), secretEnv: Type.Optional(Type.String()) }),
   models: [
     { id: "mis-chat", pricing: { inputPerMillion: 1_000_000, outputPerMillion: 2_000_000 }, maxOutputTokens: 64 },
     { id: "mis-chat-nostream", pricing: { inputPerMillion: 1_000_000, outputPerMillion: 2_000_000 }, maxOutputTokens: 64 },
@@ -38,6 +41,8 @@ export default definePlugin({
   ],
   create(ctx) {
     const record = (line: string) => ctx.options.record && appendFileSync(ctx.options.record, line + "\n");
+    const secret = ctx.options.secretEnv ? ctx.env(ctx.options.secretEnv) ?? "" : "";
+    const leak = () => new PluginError("upstream_http", `upstream answered 401: {"error":"bad key","received":"Authorization: Bearer ${secret}"}`, { status: 401 });
     const answer = (body: ChatCompletionRequest) => {
       const words = said(body).split(" ");
       const out = chatChunks({ model: ctx.modelId });
@@ -45,6 +50,7 @@ export default definePlugin({
       switch (words[0]) {
         case "throw": thrown(words);
         case "crash": throw new TypeError("undefined is not an object (evaluating 'o.x.y')");
+        case "leak-throw": throw leak();
         case "usage-string": return { completion: out.completion({ content: "hi there" }, "stop"), usage: { prompt_tokens: "5", completion_tokens: "2" } as never };
         case "usage-nan": return { completion: out.completion({ content: "hi there" }, "stop"), usage: { prompt_tokens: 5, completion_tokens: NaN } };
         case "usage-negative": return { completion: out.completion({ content: "hi there" }, "stop"), usage: { prompt_tokens: 5, completion_tokens: -2 } };
@@ -58,6 +64,7 @@ export default definePlugin({
     if (ctx.modelId === "mis-chat" || ctx.modelId === "mis-chat-nostream") {
       const complete = async (body: ChatCompletionRequest, call: { logger: { info(m: string, f?: Record<string, unknown>): void } }) => {
         call.logger.info("misbehaving chat called", { requestId: "forged-by-plugin", plugin: "forged", mode: said(body) });
+        if (said(body) === "leak-log") call.logger.warn(`calling upstream with key ${secret}`, { headers: { authorization: `Bearer ${secret}` }, key: secret });
         return answer(body);
       };
       if (ctx.modelId === "mis-chat-nostream") return { chat: { complete } };
@@ -80,6 +87,7 @@ export default definePlugin({
                 return;
               }
               yield out.role();
+              if (words[0] === "leak-stream") yield out.delta(`the key is ${secret} `);
               yield out.delta("hi ");
               yield out.delta("there");
               if (words[0] === "stream-break") throw new PluginError("stream_interrupted", "misbehaving: the connection dropped after 2 chunks");
@@ -122,6 +130,7 @@ export default definePlugin({
           record(`submit ${req.jobId}`);
           const words = req.prompt.split(" ");
           if (words[0] === "throw") thrown(words);
+          if (words[0] === "leak-throw") throw leak();
           if (words[0] === "handle-number") return { handle: 42 as never };
           const handle = `h_${crypto.randomUUID()}`;
           jobs.set(handle, req);
@@ -137,6 +146,7 @@ export default definePlugin({
             case "html-mp4": return { state: "succeeded", mp4: new TextEncoder().encode("<html><body>502 Bad Gateway</body></html>") };
             case "progress-percent": return { state: "running", progress: 50 };
             case "fail-permanent": return { state: "failed", code: "content_policy", message: "the prompt was refused by the content policy", retryable: false };
+            case "leak-fail": return { state: "failed", code: "worker_failed", message: `worker crashed; env: API_KEY=${secret}`, retryable: false };
             case "url": return { state: "succeeded", url: words[1]! };
           }
           return { state: "succeeded", mp4: FTYP };

@@ -15,6 +15,9 @@ import { startTestServer, type TestServer } from "../support/harness.ts";
 import { pngBase64 } from "../videos/support.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "reelay-misbehaving-"));
+/** what the plugin reads from the environment, as its upstream key: it must reach no client, job or log */
+const SECRET_ENV = "REELAY_TEST_MISBEHAVING_UPSTREAM_KEY";
+const SECRET = "sk-misbehaving-SECRET-0f1e2d3c4b5a";
 const record = join(dir, "calls.log");
 const logLines: any[] = [];
 let s: TestServer;
@@ -25,8 +28,10 @@ beforeAll(async () => {
   writeFileSync(record, "");
   // a "provider's storage" on loopback serving an MP4 header: private, so only allowPrivateNetwork may fetch it
   mp4Server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response(Uint8Array.of(0, 0, 0, 16, 0x66, 0x74, 0x79, 0x70, 0x69, 0x73, 0x6f, 0x6d, 0, 0, 2, 0)) });
-  const video = (id: string, extra = {}) => ({ id, plugin: "misbehaving", options: { record }, pricing: { perSecond: 10_000 }, ...extra });
-  writeFileSync(join(dir, "models.json"), JSON.stringify({ builtins: false, models: [video("mis-video"), video("mis-video-private", { allowPrivateNetwork: true })] }));
+  process.env[SECRET_ENV] = SECRET;
+  const video = (id: string, extra = {}) => ({ id, plugin: "misbehaving", options: { record, secretEnv: SECRET_ENV }, pricing: { perSecond: 10_000 }, ...extra });
+  const chatModel = { id: "mis-chat", plugin: "misbehaving", options: { record, secretEnv: SECRET_ENV }, pricing: { inputPerMillion: 1_000_000, outputPerMillion: 2_000_000 }, maxOutputTokens: 64 };
+  writeFileSync(join(dir, "models.json"), JSON.stringify({ builtins: false, models: [chatModel, video("mis-video"), video("mis-video-private", { allowPrivateNetwork: true })] }));
   const sink = new Writable({ write(chunk, _enc, done) { for (const l of String(chunk).split("\n")) if (l) logLines.push(JSON.parse(l)); done(); } });
   s = await startTestServer(
     { REELAY_PLUGINS_DIR: join(dir, "plugins"), REELAY_MODELS_FILE: join(dir, "models.json"), REELAY_SCHEDULER_POLL_MS: "50" },
@@ -247,5 +252,47 @@ describe("video: the same kinds, the same checks", () => {
     expect(allowed.status).toBe("completed");
     expect(Buffer.from(allowed.data[0].b64_json, "base64").subarray(4, 8).toString()).toBe("ftyp");
     expect(CREDITS - (await c.account()).balance).toBe(10_000); // only the completed job, 1 s
+  });
+});
+
+describe("a secret the plugin read from the environment (its upstream key) reaches no client, job or log", () => {
+  test("an error message quoting it, a streamed chunk holding it, its own log line and fields, a failed job's message", async () => {
+    const c = await client();
+    const linesBefore = logLines.length;
+
+    const thrown = await chat(c, "leak-throw");
+    const thrownText = await thrown.text();
+    expect(thrown.status).toBe(502);
+    expect(thrownText).not.toContain(SECRET);
+    expect(thrownText).toContain("[redacted]");
+
+    const streamed = await (await chat(c, "leak-stream", { stream: true })).text();
+    expect(streamed).toContain("the key is [redacted]");
+    expect(streamed).not.toContain(SECRET);
+
+    expect((await chat(c, "leak-log")).status).toBe(200);
+
+    const img = pngBase64();
+    const ids: string[] = [];
+    for (const prompt of ["leak-fail", "leak-throw"]) {
+      const res = await c.post("/v1/videos/generations", { model: "mis-video", prompt, image: img, seconds: 1 });
+      ids.push(((await res.json()) as { id: string }).id);
+    }
+    for (const id of ids) {
+      let j: any;
+      for (const end = Date.now() + 20_000; Date.now() < end; await Bun.sleep(50)) {
+        j = await (await c.get(`/v1/videos/generations/${id}`)).json();
+        if (j.status === "failed" || j.status === "completed") break;
+      }
+      expect(j.status).toBe("failed");
+      expect(JSON.stringify(j)).not.toContain(SECRET);
+      expect(j.error.message).toContain("[redacted]");
+    }
+
+    const logged = logLines.slice(linesBefore).map((l) => JSON.stringify(l));
+    expect(logged.some((l) => l.includes("calling upstream with key [redacted]"))).toBe(true);
+    expect(logged.filter((l) => l.includes(SECRET))).toEqual([]);
+    // what the client was charged for the stream is what it received, key or not
+    expect((await c.account()).held).toBe(0);
   });
 });
