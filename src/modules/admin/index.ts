@@ -4,6 +4,7 @@
  */
 import { Elysia, t } from "elysia";
 import type { AppDeps } from "../../deps.ts";
+import type { Tx } from "../../db/index.ts";
 import { safeEqual, parseBearer } from "../../auth/authenticate-key.ts";
 import * as billing from "../../billing/index.ts";
 import { badRequest, forbidden, unauthorized } from "../../errors.ts";
@@ -37,12 +38,16 @@ export function checkAdmin(adminToken: string | null, authorization: string | un
 
 export const adminRoutes = (deps: AppDeps) => {
   const db = deps.database.db;
-  // accounts as their clients see them, with the credit leased ahead shown on its own
-  const views = async (rows: Array<Parameters<typeof svc.publicAccount>[0]>) => {
-    const leased = await billing.leasedIdle(db, rows.map((r) => r.id));
-    return rows.map((r) => svc.publicAccount(r, leased.get(r.id) ?? { idle: 0, leases: 0 }));
-  };
-  const view = async (row: Parameters<typeof svc.publicAccount>[0]) => (await views([row]))[0]!;
+  // Accounts as their clients see them, with the credit leased ahead shown on its own. The rows and
+  // their leases are read in one snapshot: a lease given back between two separate reads (an idle
+  // lease goes back after 2 s) showed its amount as `held` with no request in flight.
+  const views = (read: (tx: Tx) => Promise<Array<Parameters<typeof svc.publicAccount>[0]>>) =>
+    db.transaction(async (tx) => {
+      const rows = await read(tx);
+      const leased = await billing.leasedIdle(tx, rows.map((r) => r.id));
+      return rows.map((r) => svc.publicAccount(r, leased.get(r.id) ?? { idle: 0, leases: 0 }));
+    }, { isolationLevel: "repeatable read", accessMode: "read only" });
+  const view = async (id: string) => (await views(async (tx) => [await svc.getAccount(tx, id)]))[0]!;
   return new Elysia({ prefix: "/admin", tags: ["admin"] })
     .onBeforeHandle({ as: "local" }, ({ headers }) => checkAdmin(deps.config.adminToken, headers["authorization"]))
     .post(
@@ -50,7 +55,7 @@ export const adminRoutes = (deps: AppDeps) => {
       async ({ body, set }) => {
         set.status = 201;
         if (body.amount !== undefined && body.credits !== undefined && body.amount !== body.credits) throw badRequest("Send the initial credits once: 'amount' (or its older name 'credits'), not both with different values.", "amount");
-        return view(await svc.createFundedAccount(db, body.name, body.amount ?? body.credits ?? 0));
+        return view((await svc.createFundedAccount(db, body.name, body.amount ?? body.credits ?? 0)).id);
       },
       {
         body: CreateAccountBody,
@@ -58,14 +63,14 @@ export const adminRoutes = (deps: AppDeps) => {
         response: { 201: AccountView, ...adminErrors },
       },
     )
-    .get("/accounts", async ({ query }) => ({ object: "list" as const, data: await views(await svc.listAccounts(db, query.limit ?? 100, query.offset ?? 0, query.search || undefined)) }), {
+    .get("/accounts", async ({ query }) => ({ object: "list" as const, data: await views((tx) => svc.listAccounts(tx, query.limit ?? 100, query.offset ?? 0, query.search || undefined)) }), {
       query: AccountsQuery,
       detail: { summary: "List accounts", security },
       response: { 200: listOf(AccountView, AccountView.examples?.[0]), ...adminErrors },
     })
     .get("/accounts/:id", async ({ params }) => {
       await deps.billing.sync();
-      return view(await svc.getAccount(db, params.id));
+      return view(params.id);
     }, {
       detail: {
         summary: "Get an account",
@@ -74,7 +79,7 @@ export const adminRoutes = (deps: AppDeps) => {
       },
       response: accountReply,
     })
-    .patch("/accounts/:id/limits", async ({ params, body }) => view(await svc.setAccountLimits(db, params.id, toLimits(body))), {
+    .patch("/accounts/:id/limits", async ({ params, body }) => view((await svc.setAccountLimits(db, params.id, toLimits(body))).id), {
       body: t.Object(Limits, { examples: [{ requests_per_minute: 120, tokens_per_minute: null }] }),
       detail: { summary: "Set account rate limits", description: "Set rate-limit overrides for a whole account (null: configured default)", security },
       response: accountReply,
@@ -83,7 +88,7 @@ export const adminRoutes = (deps: AppDeps) => {
       "/accounts/:id/credits",
       async ({ params, body }) => {
         await db.transaction((tx) => billing.grant(tx, params.id, body.amount, body.reason ?? "grant by admin", body.ref ?? null));
-        return view(await svc.getAccount(db, params.id));
+        return view(params.id);
       },
       {
         body: GrantBody,
@@ -96,7 +101,7 @@ export const adminRoutes = (deps: AppDeps) => {
       async ({ params, body }) => {
         // leased credit in the way is asked back first (engine.adjust)
         await deps.billing.adjust(params.id, body.amount, body.reason, body.ref ?? null);
-        return view(await svc.getAccount(db, params.id));
+        return view(params.id);
       },
       {
         body: AdjustmentBody,
