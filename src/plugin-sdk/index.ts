@@ -132,6 +132,8 @@ export interface ChatStreamEvent {
 }
 
 export interface ChatCapability {
+  /** true: the usage it reports is counted inside reelay by the model's own tokenizer (a model run in process), recorded as token_source "local" */
+  countsTokens?: boolean;
   /**
    * Non-streamed completion. `body` is the client's body with `model` already mapped and
    * `max_tokens`/`max_completion_tokens` clamped. Returns the upstream's completion object.

@@ -72,7 +72,7 @@ describe("local chat through reelay", () => {
     expect(r.usage).toEqual({ prompt_tokens: promptTokens, completion_tokens: 20, total_tokens: promptTokens + 20 });
     const acct = await c.get("/v1/account");
     expect([acct.balance, acct.held]).toEqual([1_000_000 - cost(promptTokens, 20), 0]);
-    expect(await lastUsage(c)).toMatchObject({ prompt_tokens: promptTokens, completion_tokens: 20, token_source: "upstream", cost: cost(promptTokens, 20), status: 200 });
+    expect(await lastUsage(c)).toMatchObject({ prompt_tokens: promptTokens, completion_tokens: 20, token_source: "local", cost: cost(promptTokens, 20), status: 200 });
     expect(await ledgerKinds(c.accountId)).toEqual(["grant", "hold", "charge", "release"]);
   });
 
@@ -170,7 +170,7 @@ describe("disconnects and capacity (one sequence, no queue)", () => {
 
     reader.abort();
     const usage = await eventually(async () => (await lastUsage(c)) ?? null);
-    expect(usage).toMatchObject({ disconnected: true, status: 200, token_source: "upstream", prompt_tokens: promptTokens });
+    expect(usage).toMatchObject({ disconnected: true, status: 200, token_source: "local", prompt_tokens: promptTokens });
     expect(usage.completion_tokens).toBeGreaterThanOrEqual(10);
     expect(usage.completion_tokens).toBeLessThan(2000);
     expect(usage.cost).toBe(cost(promptTokens, usage.completion_tokens));
