@@ -4,7 +4,8 @@
  * "1 key": every caller hits one key (one hot API key); "10k keys": callers spread over 10,000 keys.
  */
 import Redis from "ioredis";
-import { createMemoryLimiter, createRedisLimiter, type RateLimiter } from "../src/rate-limit/index.ts";
+import { createMemoryLimiter, type RateLimiter } from "../src/rate-limit/index.ts";
+import { createRedisLimiter } from "../src/rate-limit/redis-limiter.ts";
 
 const CALLERS = 32;
 const seconds = Number(process.argv[2] ?? 3);

@@ -3,10 +3,13 @@
  * whichever worker is idle, so on a 2-core machine two batches run at once and the HTTP event loop
  * never waits for a forward pass. (In process, one batch at a time: ~88 sentences/s at batch 32 on
  * this machine, bench/embeddings-direct.ts.) One copy shared by two threads would need the
- * threaded WASM build, which TF.js disables under Node-compatible runtimes (tfjs#3830) and whose
- * Emscripten glue starts its pthreads from blob: URLs that Bun's worker_threads refuse; two
- * independent workers already keep both cores busy, so what sharing would save is memory only
- * (one 28 MB copy of the weights and one activation heap).
+ * threaded WASM build (setThreadsCount), measured by bench/embeddings-threaded-wasm.ts: as shipped
+ * it does not load (TF.js turns it off under Node-compatible runtimes, tfjs#3830; Bun's
+ * worker_threads refuse its blob: pthread scripts); forced on with shims of TF.js internals it
+ * runs 1 thread on 2 cores (TF.js uses logical cores / 2), and with 2 threads one batch of 32 ran
+ * at 68 sentences/s against 144 for two independent copies (medians of 5 in one run; 124 in a
+ * quieter run), single sentences slower still. Sharing would save memory only: ~100 MB per extra
+ * worker (bench/memory.ts).
  */
 import { workerUrl } from "@reelay/plugin-sdk";
 import type { BackendChoice } from "./tf-backend.ts";

@@ -44,7 +44,8 @@ const unsupported = (param: string, what: string) =>
 
 export function parseChatRequest(body: Record<string, unknown>, random: () => number = Math.random): ChatParams {
   for (const key of Object.keys(body)) {
-    if (!IGNORED.has(key) && !HANDLED.has(key)) throw invalid(`Unrecognized request argument supplied: ${key}`, key, "unsupported_parameter");
+    // null is "not given" (OpenAI marks audio, modalities, prediction, verbosity … nullable)
+    if (!IGNORED.has(key) && !HANDLED.has(key) && body[key] !== null) throw invalid(`Unrecognized request argument supplied: ${key}`, key, "unsupported_parameter");
   }
   refuseUnsupported(body);
   const maxes = [body.max_tokens, body.max_completion_tokens].filter((v): v is number => typeof v === "number");

@@ -158,6 +158,7 @@ function chatCapability(ctx: PluginContext, get: () => Loaded, closing: AbortSig
   };
 
   return {
+    countsTokens: true,
     async complete(body, { signal }) {
       const job = prepare(body, signal);
       const lease = await job.d.pool.acquire(job.signal);

@@ -88,7 +88,7 @@ async function loadEmbeddedLlama(log: NativeLog): Promise<Llama> {
       writeFileSync(join(dir, name), new Uint8Array(await Bun.file(embedded).arrayBuffer()), { mode: 0o700 });
     }
     const bindingPath = join(dir, "llama-addon.node");
-    const bindings = createRequire(import.meta.url)(bindingPath);
+    const bindings = loadAddon(bindingPath);
     const buildMetadata = JSON.parse(await Bun.file(embeddedNativeFiles["_nlcBuildMetadata.json"]!).text());
     // The constructor loads ggml's best CPU backend from the addon's directory, so every
     // library is mapped before the directory is removed below.
@@ -109,5 +109,24 @@ async function loadEmbeddedLlama(log: NativeLog): Promise<Llama> {
     });
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * dlopen of the addon written under $TMPDIR. A file system mounted noexec (Docker's default for
+ * `tmpfs`, systemd's NoExecPaths=) refuses to map it with a message that does not say why
+ * ("failed to map segment from shared object"): say what to change.
+ */
+function loadAddon(path: string): unknown {
+  try {
+    return createRequire(import.meta.url)(path);
+  } catch (err) {
+    const message = (err as Error).message ?? String(err);
+    if (!/failed to map segment|operation not permitted/i.test(message)) throw err;
+    throw new Error(
+      `llama.cpp cannot be loaded from TMPDIR (${tmpdir()}): its file system does not allow executing files (mounted noexec?). ` +
+        `Point TMPDIR at a directory on an exec-capable mount (Docker: tmpfs "/tmp:exec"). (${message})`,
+      { cause: err },
+    );
   }
 }

@@ -47,11 +47,14 @@ describe("OpenAPI document", () => {
     expect(text).not.toContain('"error":"');
   });
 
-  test("the chat example's model is the one the README configures", async () => {
+  test("the chat example runs as written on a fresh install, with the model the README's SDK example uses", async () => {
+    const example = spec.paths["/v1/chat/completions"].post.requestBody.content["application/json"].schema.examples[0];
+    const { key } = await s.newClient();
+    const res = await fetch(`${s.url}/v1/chat/completions`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify(example) });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as any).choices[0].message.content.length).toBeGreaterThan(0);
     const readme = await Bun.file(new URL("../../README.md", import.meta.url)).text();
-    const example = spec.paths["/v1/chat/completions"].post.requestBody.content["application/json"].schema.examples[0].model;
-    expect(readme).toContain(`- id: ${example}`);
-    expect(readme).toContain(`model: "${example}"`);
+    expect(readme).toContain(`model: "${example.model}"`);
   });
 
   test("the README's API table lists every client route, and only routes that exist", async () => {

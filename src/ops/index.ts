@@ -12,7 +12,7 @@
  */
 import type { Config } from "../config.ts";
 import type { Logger } from "../logger.ts";
-import { createMemoryLimiter, createRedisLimiter, type RateLimiter } from "../rate-limit/index.ts";
+import { createMemoryLimiter, type RateLimiter } from "../rate-limit/index.ts";
 import type { OpsParts, ReadinessCheck } from "./hooks.ts";
 import { createMetrics } from "./metrics.ts";
 import { createRateLimits } from "../rate-limit/key-and-account-limits.ts";
@@ -23,9 +23,10 @@ export interface Ops extends OpsParts {
   close(): Promise<void>;
 }
 
-export function createLimiter(config: Pick<Config, "redisUrl">, logger: Logger): RateLimiter {
+export async function createLimiter(config: Pick<Config, "redisUrl">, logger: Logger): Promise<RateLimiter> {
   if (!config.redisUrl) return createMemoryLimiter();
   const log = logger.child({ component: "rate-limit" });
+  const { createRedisLimiter } = await import("../rate-limit/redis-limiter.ts"); // ioredis only with REDIS_URL
   return createRedisLimiter(config.redisUrl, {
     fallback: createMemoryLimiter(),
     logger: { error: (msg, fields) => log.error(fields ?? {}, msg), info: (msg, fields) => log.info(fields ?? {}, msg) },
@@ -33,7 +34,7 @@ export function createLimiter(config: Pick<Config, "redisUrl">, logger: Logger):
 }
 
 export async function createOps(config: Config, logger: Logger, opts: { limiter?: RateLimiter } = {}): Promise<Ops> {
-  const limiter = opts.limiter ?? createLimiter(config, logger);
+  const limiter = opts.limiter ?? (await createLimiter(config, logger));
   const metrics = createMetrics(() => limiter.health());
   const limits = createRateLimits({
     limiter,

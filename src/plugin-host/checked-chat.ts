@@ -20,6 +20,7 @@ export function checkedChat(chat: ChatCapability, site: PluginSite, calls: Plugi
     return result;
   };
   return {
+    countsTokens: chat.countsTokens === true,
     complete,
     async stream(body, call) {
       if (typeof chat.stream !== "function") return streamFromCompletion(await complete(body, call), body);

@@ -18,6 +18,8 @@ export interface HostCall {
 }
 
 export interface HostChat {
+  /** the plugin's ChatCapability.countsTokens */
+  countsTokens?: boolean;
   complete(body: ChatCompletionRequest, call: HostCall): Promise<ChatResult>;
   /** always present: a plugin without stream() is answered from complete() */
   stream(body: ChatCompletionRequest, call: HostCall): Promise<AsyncIterable<ChatStreamEvent>>;

@@ -36,6 +36,8 @@ beforeAll(async () => {
       model("story", { contextSize: 512, parallel: 4, maxQueue: 8 }, { maxOutputTokens: 64 }),
       // one sequence, no queue, a long context: one long answer occupies the model
       model("story-single", { contextSize: 2048, parallel: 1, maxQueue: 0 }),
+      // four sequences and long answers: four streams can be seen decoding side by side
+      model("story-wide", { contextSize: 2048, parallel: 4, maxQueue: 4 }),
     ],
   }));
   const logger = createLogger({ logLevel: "info", logPretty: false }, { write: (line: string) => void logLines.push(JSON.parse(line)) } as unknown as NodeJS.WritableStream);
@@ -72,7 +74,7 @@ describe("local chat through reelay", () => {
     expect(r.usage).toEqual({ prompt_tokens: promptTokens, completion_tokens: 20, total_tokens: promptTokens + 20 });
     const acct = await c.get("/v1/account");
     expect([acct.balance, acct.held]).toEqual([1_000_000 - cost(promptTokens, 20), 0]);
-    expect(await lastUsage(c)).toMatchObject({ prompt_tokens: promptTokens, completion_tokens: 20, token_source: "upstream", cost: cost(promptTokens, 20), status: 200 });
+    expect(await lastUsage(c)).toMatchObject({ prompt_tokens: promptTokens, completion_tokens: 20, token_source: "local", cost: cost(promptTokens, 20), status: 200 });
     expect(await ledgerKinds(c.accountId)).toEqual(["grant", "hold", "charge", "release"]);
   });
 
@@ -124,13 +126,63 @@ describe("local chat through reelay", () => {
     expect((await lastUsage(c)).completion_tokens).toBe(10);
   });
 
-  test("four requests at once are answered in parallel, each billed on its own usage", async () => {
+  test("four streams decode side by side (their token timelines interleave), each billed on its own usage", async () => {
     const c = await client(10_000_000);
-    const answers = await Promise.all([11, 12, 13, 14].map((seed) => c.openai.chat.completions.create({ model: "story", messages: STORY, max_tokens: 30, seed })));
-    const total = answers.reduce((sum, a) => sum + cost(a.usage!.prompt_tokens, a.usage!.completion_tokens), 0);
-    expect(new Set(answers.map((a) => a.choices[0]!.message.content)).size).toBe(4);
+    // every content chunk of the four streams, in the order the client received them
+    const timeline: number[] = [];
+    const answers = await Promise.all([11, 12, 13, 14].map(async (seed, i) => {
+      const stream = await c.openai.chat.completions.create({ model: "story-wide", messages: STORY, max_tokens: 400, seed, stream: true, stream_options: { include_usage: true } });
+      let text = "";
+      let usage: OpenAI.CompletionUsage | undefined;
+      for await (const chunk of stream) {
+        const piece = chunk.choices[0]?.delta?.content;
+        if (piece) {
+          timeline.push(i);
+          text += piece;
+        }
+        if (chunk.usage) usage = chunk.usage;
+      }
+      return { text, usage: usage! };
+    }));
+    const first = [0, 1, 2, 3].map((i) => timeline.indexOf(i));
+    const last = [0, 1, 2, 3].map((i) => timeline.lastIndexOf(i));
+    // every stream had its first token before any stream had its last: one sequence at a time
+    // (requests decoded one after the other) would give each stream's tokens as one block
+    expect(Math.max(...first)).toBeLessThan(Math.min(...last));
+    // and while each stream was being decoded, every other one produced tokens too (beyond its first)
+    for (const a of [0, 1, 2, 3]) {
+      const during = timeline.slice(first[a]! + 1, last[a]!);
+      for (const b of [0, 1, 2, 3]) if (b !== a) expect(during.filter((x, k) => x === b && first[a]! + 1 + k !== first[b]).length).toBeGreaterThan(0);
+    }
+    expect(new Set(answers.map((a) => a.text)).size).toBe(4);
+    const total = answers.reduce((sum, a) => sum + cost(a.usage.prompt_tokens, a.usage.completion_tokens), 0);
     const acct = await c.get("/v1/account");
     expect([acct.balance, acct.held]).toEqual([10_000_000 - total, 0]);
+  });
+
+  test("null is 'not given' for every optional field OpenAI's spec marks nullable", async () => {
+    const c = await client();
+    // the nullable fields of the openai SDK's ChatCompletionCreateParams
+    const nulls = Object.fromEntries([
+      "audio", "frequency_penalty", "logit_bias", "logprobs", "max_completion_tokens", "max_tokens", "metadata", "modalities", "n", "prediction",
+      "presence_penalty", "prompt_cache_key", "prompt_cache_retention", "reasoning_effort", "safety_identifier", "seed", "service_tier", "stop",
+      "store", "stream", "stream_options", "temperature", "top_logprobs", "top_p", "verbosity",
+    ].map((k) => [k, null]));
+    const call = (body: Record<string, unknown>) => fetch(s.url + "/v1/chat/completions", {
+      method: "POST", headers: { authorization: `Bearer ${c.key}`, "content-type": "application/json" }, body: JSON.stringify({ model: "story", messages: STORY, ...nulls, ...body }),
+    });
+    const whole = await call({});
+    const answer = (await whole.json()) as any;
+    expect([whole.status, answer.error]).toEqual([200, undefined]);
+    expect(answer.object).toBe("chat.completion");
+    expect(answer.usage.completion_tokens).toBe(64); // no max_tokens: the model's maxOutputTokens
+    const streamed = await call({ stream: true });
+    expect(streamed.status).toBe(200);
+    expect(streamed.headers.get("content-type")).toStartWith("text/event-stream");
+    expect((await streamed.text()).trimEnd()).toEndWith("data: [DONE]");
+    const acct = await c.get("/v1/account");
+    expect(acct.held).toBe(0);
+    expect(acct.balance).toBe(1_000_000 - cost(promptTokens, 64) * 2);
   });
 
   test("unsupported parameters are a 400 in the OpenAI envelope naming the parameter", async () => {
@@ -170,7 +222,7 @@ describe("disconnects and capacity (one sequence, no queue)", () => {
 
     reader.abort();
     const usage = await eventually(async () => (await lastUsage(c)) ?? null);
-    expect(usage).toMatchObject({ disconnected: true, status: 200, token_source: "upstream", prompt_tokens: promptTokens });
+    expect(usage).toMatchObject({ disconnected: true, status: 200, token_source: "local", prompt_tokens: promptTokens });
     expect(usage.completion_tokens).toBeGreaterThanOrEqual(10);
     expect(usage.completion_tokens).toBeLessThan(2000);
     expect(usage.cost).toBe(cost(promptTokens, usage.completion_tokens));

@@ -62,7 +62,7 @@ export default definePlugin({
     };
 
     if (ctx.modelId === "mis-chat" || ctx.modelId === "mis-chat-nostream") {
-      const complete = async (body: ChatCompletionRequest, call: { logger: { info(m: string, f?: Record<string, unknown>): void } }) => {
+      const complete = async (body: ChatCompletionRequest, call: { logger: { info(m: string, f?: Record<string, unknown>): void; warn(m: string, f?: Record<string, unknown>): void } }) => {
         call.logger.info("misbehaving chat called", { requestId: "forged-by-plugin", plugin: "forged", mode: said(body) });
         if (said(body) === "leak-log") call.logger.warn(`calling upstream with key ${secret}`, { headers: { authorization: `Bearer ${secret}` }, key: secret });
         return answer(body);

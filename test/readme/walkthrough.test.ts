@@ -7,15 +7,14 @@
  *
  * Only marked blocks run: a new README section is not executed unless its author marks it. The
  * only edits to the text are the port (`localhost:8080` → the test's own free port) and, for the
- * TypeScript blocks, nothing at all. A chat model `llama-3-8b` (the README's example id) is
- * configured against a fake OpenAI-compatible upstream so the SDK example's chat part runs too.
+ * TypeScript blocks, nothing at all. Nothing else is configured: no models file, so the SDK
+ * example chats with the built-in `stories260k` a fresh clone has.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
-import { startFakeOpenAI, type FakeOpenAI } from "../fakes/openai-upstream.ts";
 import { freePort } from "../support/harness.ts";
 import { ffprobe } from "../../src/media/ffprobe.test-helper.ts";
 
@@ -62,7 +61,6 @@ const admin = /ADMIN=(\S+)/.exec(blocks.find((b) => b.lang === "sh")?.code ?? ""
 const port = freePort();
 const work = mkdtempSync(join(tmpdir(), "reelay-readme-"));
 const dataDir = join(work, "data");
-let fake: FakeOpenAI;
 let server: Subprocess<"ignore", "pipe", "pipe"> | undefined;
 let serverPid = 0;
 let serverOut = "";
@@ -71,15 +69,12 @@ const baseEnv = () => ({
   HOME: process.env.HOME ?? work,
   REELAY_ADMIN_TOKEN: admin!,
   REELAY_DATA_DIR: dataDir,
-  REELAY_MODELS_FILE: join(work, "models.json"),
   REELAY_PLUGINS_DIR: "/nonexistent-reelay-plugins",
   REELAY_LOG_FORMAT: "json",
 });
 const onOurPort = (code: string) => code.replaceAll("http://localhost:8080", `http://127.0.0.1:${port}`);
 
 beforeAll(async () => {
-  fake = await startFakeOpenAI({ tokens: 3 });
-  writeFileSync(join(work, "models.json"), JSON.stringify({ models: [{ id: "llama-3-8b", plugin: "openai-compatible", options: { baseUrl: fake.url }, pricing: { inputPerMillion: 150_000, outputPerMillion: 600_000 }, maxOutputTokens: 64 }] }));
   // the README's command, on a port of our own
   server = Bun.spawn(["npm", "start"], { cwd: ROOT, env: { ...baseEnv(), PORT: String(port), HOST: "127.0.0.1" }, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
   const pump = async (s: ReadableStream<Uint8Array>) => { for await (const c of s) serverOut += new TextDecoder().decode(c); };
@@ -102,7 +97,6 @@ beforeAll(async () => {
 afterAll(async () => {
   if (serverPid) process.kill(serverPid, "SIGTERM");
   await server?.exited;
-  await fake?.stop();
   rmSync(work, { recursive: true, force: true });
 });
 
@@ -136,8 +130,15 @@ test("the walkthrough runs as written against `npm start`, then the CLI on the s
     writeFileSync(file, onOurPort(b.code));
     const r = await run(["bun", file], { cwd: ROOT, env: { ...env, KEY: key } }).finally(() => rmSync(file, { force: true }));
     expect({ line: b.line, code: r.code, err: r.err }).toEqual({ line: b.line, code: 0, err: "" });
-    expect(r.out).toStartWith("512 "); // the embedding's length, then its prompt tokens
-    expect(r.out).toContain(" one two three"); // the streamed chat reply of the fake upstream
+    // the embedding's length and prompt tokens, then stories260K's story and its usage chunk
+    const printed = /^512 5\n([\s\S]+)\n\((\d+) prompt \+ (\d+) completion tokens\)\n$/.exec(r.out);
+    expect(printed, r.out).not.toBeNull();
+    expect(printed![1]!.trim().split(/\s+/).length).toBeGreaterThan(3);
+    expect(Number(printed![3])).toBeGreaterThan(0);
+    expect(Number(printed![3])).toBeLessThanOrEqual(40);
+    // billed to the key's account like any chat
+    const usage = (await (await fetch(`http://127.0.0.1:${port}/v1/usage`, { headers: { authorization: `Bearer ${key}` } })).json()) as { data: any[] };
+    expect(usage.data[0]).toMatchObject({ kind: "chat", model: "stories260k", prompt_tokens: Number(printed![2]), completion_tokens: Number(printed![3]), token_source: "local", status: 200 });
   }
 
   // stop the server (PGlite: one process at a time), then the CLI blocks on its data

@@ -11,6 +11,8 @@ export interface ThrowawayPostgres {
   /** postgres://postgres@127.0.0.1:<port>/postgres */
   url: string;
   port: number;
+  /** the cluster's data directory (postmaster.pid: the server's pid on its first line) */
+  dataDir: string;
   /** pg_ctl stop -m fast: connections are closed, new ones refused */
   stop(): Promise<void>;
   start(): Promise<void>;
@@ -56,6 +58,7 @@ export async function startThrowawayPostgres(): Promise<ThrowawayPostgres> {
   return {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     port,
+    dataDir: data,
     start,
     stop,
     async destroy() {

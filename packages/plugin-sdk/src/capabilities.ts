@@ -61,6 +61,11 @@ export interface ChatResult {
 export type ChatStreamEvent = { data: "[DONE]"; json?: undefined } | { data: string; json: ChatCompletionChunk };
 
 export interface ChatCapability {
+  /**
+   * true: the usage this capability returns is counted inside reelay by the model's own tokenizer
+   * (a model run in process); usage rows record it as token_source "local", not "upstream".
+   */
+  countsTokens?: boolean;
   /** Non-streamed completion. */
   complete(body: ChatCompletionRequest, call: CallOptions): Promise<ChatResult>;
   /**

@@ -5,6 +5,7 @@
 import { Elysia, t } from "elysia";
 import type { AppDeps } from "../../deps.ts";
 import { checkAdmin } from "../../auth/admin-token.ts";
+import type { Tx } from "../../db/index.ts";
 import * as billing from "../../billing/index.ts";
 import { badRequest } from "../../errors.ts";
 import { ErrorEnvelope, PageQuery } from "../../http/schemas.ts";
@@ -28,12 +29,16 @@ const security = [{ admin: [] }];
 
 export const adminRoutes = (deps: AppDeps) => {
   const db = deps.database.db;
-  // accounts as their clients see them, with the credit leased ahead shown on its own
-  const views = async (rows: Array<Parameters<typeof accounts.publicAccount>[0]>) => {
-    const leased = await billing.leasedIdle(db, rows.map((r) => r.id));
-    return rows.map((r) => accounts.publicAccount(r, leased.get(r.id) ?? { idle: 0, leases: 0 }));
-  };
-  const view = async (row: Parameters<typeof accounts.publicAccount>[0]) => (await views([row]))[0]!;
+  // Accounts as their clients see them, with the credit leased ahead shown on its own. The rows and
+  // their leases are read in one snapshot: a lease given back between two separate reads (an idle
+  // lease goes back after 2 s) showed its amount as `held` with no request in flight.
+  const views = (read: (tx: Tx) => Promise<Array<Parameters<typeof accounts.publicAccount>[0]>>) =>
+    db.transaction(async (tx) => {
+      const rows = await read(tx);
+      const leased = await billing.leasedIdle(tx, rows.map((r) => r.id));
+      return rows.map((r) => accounts.publicAccount(r, leased.get(r.id) ?? { idle: 0, leases: 0 }));
+    }, { isolationLevel: "repeatable read", accessMode: "read only" });
+  const view = async (id: string) => (await views(async (tx) => [await accounts.getAccount(tx, id)]))[0]!;
   return new Elysia({ prefix: "/admin", tags: ["admin"] })
     .onBeforeHandle({ as: "local" }, ({ headers }) => checkAdmin(deps.config.adminToken, headers["authorization"]))
     .post(
@@ -41,7 +46,7 @@ export const adminRoutes = (deps: AppDeps) => {
       async ({ body, set }) => {
         set.status = 201;
         if (body.amount !== undefined && body.credits !== undefined && body.amount !== body.credits) throw badRequest("Send the initial credits once: 'amount' (or its older name 'credits'), not both with different values.", "amount");
-        return view(await accounts.createFundedAccount(db, body.name, body.amount ?? body.credits ?? 0));
+        return view((await accounts.createFundedAccount(db, body.name, body.amount ?? body.credits ?? 0)).id);
       },
       {
         body: CreateAccountBody,
@@ -49,14 +54,14 @@ export const adminRoutes = (deps: AppDeps) => {
         response: { 201: AccountView, ...adminErrors },
       },
     )
-    .get("/accounts", async ({ query }) => ({ object: "list" as const, data: await views(await accounts.listAccounts(db, query.limit ?? 100, query.offset ?? 0, query.search || undefined)) }), {
+    .get("/accounts", async ({ query }) => ({ object: "list" as const, data: await views((tx) => accounts.listAccounts(tx, query.limit ?? 100, query.offset ?? 0, query.search || undefined)) }), {
       query: AccountsQuery,
       detail: { summary: "List accounts", security },
       response: { 200: listOf(AccountView, AccountView.examples?.[0]), ...adminErrors },
     })
     .get("/accounts/:id", async ({ params }) => {
       await deps.billing.sync();
-      return view(await accounts.getAccount(db, params.id));
+      return view(params.id);
     }, {
       detail: {
         summary: "Get an account",
@@ -65,7 +70,7 @@ export const adminRoutes = (deps: AppDeps) => {
       },
       response: accountReply,
     })
-    .patch("/accounts/:id/limits", async ({ params, body }) => view(await accounts.setAccountLimits(db, params.id, toLimits(body))), {
+    .patch("/accounts/:id/limits", async ({ params, body }) => view((await accounts.setAccountLimits(db, params.id, toLimits(body))).id), {
       body: t.Object(Limits, { examples: [{ requests_per_minute: 120, tokens_per_minute: null }] }),
       detail: { summary: "Set account rate limits", description: "Set rate-limit overrides for a whole account (null: configured default)", security },
       response: accountReply,
@@ -74,7 +79,7 @@ export const adminRoutes = (deps: AppDeps) => {
       "/accounts/:id/credits",
       async ({ params, body }) => {
         await db.transaction((tx) => billing.grant(tx, params.id, body.amount, body.reason ?? "grant by admin", body.ref ?? null));
-        return view(await accounts.getAccount(db, params.id));
+        return view(params.id);
       },
       {
         body: GrantBody,
@@ -87,7 +92,7 @@ export const adminRoutes = (deps: AppDeps) => {
       async ({ params, body }) => {
         // leased credit in the way is asked back first (engine.adjust)
         await deps.billing.adjust(params.id, body.amount, body.reason, body.ref ?? null);
-        return view(await accounts.getAccount(db, params.id));
+        return view(params.id);
       },
       {
         body: AdjustmentBody,

@@ -25,8 +25,12 @@ export interface ChatOutcome {
   errorCode: string | null;
 }
 
-/** Settle or release; returns the micro-dollars charged. */
-export function closeRequest(charge: Charge, allowed: ChatAllowance, out: ChatOutcome): { cost: number; promptTokens: number; completionTokens: number; anomaly: string | null } {
+/**
+ * Settle or release; returns the micro-dollars charged. `inProcess`: the plugin counts usage with
+ * the model's own tokenizer inside reelay (ChatCapability.countsTokens), so even its credible
+ * report is a local count.
+ */
+export function closeRequest(charge: Charge, allowed: ChatAllowance, out: ChatOutcome, inProcess = false): { cost: number; promptTokens: number; completionTokens: number; anomaly: string | null } {
   const reportedCompletion = typeof out.reported.completion === "number" && Number.isSafeInteger(out.reported.completion) && out.reported.completion >= 0 ? out.reported.completion : null;
   if (!out.charge) {
     charge.release({ status: out.status, deliveredTokens: out.deliveredTokens, reportedTokens: reportedCompletion, tokenSource: null, disconnected: out.disconnected, errorCode: out.errorCode });
@@ -40,7 +44,7 @@ export function closeRequest(charge: Charge, allowed: ChatAllowance, out: ChatOu
     usage: { promptTokens: prompt.tokens, completionTokens: completion.tokens },
     deliveredTokens: out.deliveredTokens ?? completion.tokens,
     reportedTokens: reportedCompletion,
-    tokenSource: completion.source,
+    tokenSource: inProcess ? "local" : completion.source,
     disconnected: out.disconnected,
     errorCode: out.errorCode,
     anomaly,

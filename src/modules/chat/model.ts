@@ -22,8 +22,9 @@ export const ChatCompletionRequest = t.Object(
     additionalProperties: true,
     examples: [
       {
-        model: "llama-3-8b",
-        messages: [{ role: "system", content: "Be brief." }, { role: "user", content: "Name three colours." }],
+        // the built-in local model: the example runs as written on a fresh install (it continues stories)
+        model: "stories260k",
+        messages: [{ role: "user", content: "Once upon a time" }],
         max_tokens: 32,
         stream: false,
       },

@@ -120,7 +120,7 @@ export async function prepareChat(deps: AppDeps, call: ChatCall): Promise<Prepar
 
 /** Close the request (money + usage row, queued), report it, and return what was charged. */
 export function finishChat(call: ChatCall, p: PreparedChat, out: ChatOutcome) {
-  const r = closeRequest(p.charge, p.allowed, out);
+  const r = closeRequest(p.charge, p.allowed, out, p.chat.countsTokens === true);
   call.note({ promptTokens: r.promptTokens, completionTokens: r.completionTokens, cost: r.cost, disconnected: out.disconnected });
   return r;
 }
