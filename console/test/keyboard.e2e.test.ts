@@ -197,8 +197,15 @@ test("client: sign in with a key and stream a chat in the playground with the ke
   await pressUntil("Tab", { tag: "button", name: "Send" }, 2);
   await page.keyboard.press("Enter");
   await see(page.getByTestId("assistant-message").nth(1).locator("p"), "one two three four five six", { exact: true });
-  const usage = (await (await fetch(`${s.url}/v1/usage?limit=10`, { headers: { authorization: `Bearer ${apiKey}` } })).json()) as any;
-  expect(usage.data.filter((u: any) => u.kind === "chat" && u.completion_tokens === 6)).toHaveLength(2);
+  // the page shows the text before the stream has ended on the server (which settles it then): the
+  // charge is in /v1/usage within a second of the response's end, so ask for a few seconds
+  let chats: unknown[] = [];
+  for (const end = Date.now() + 5_000; Date.now() < end; await Bun.sleep(100)) {
+    const usage = (await (await fetch(`${s.url}/v1/usage?limit=10`, { headers: { authorization: `Bearer ${apiKey}` } })).json()) as any;
+    chats = usage.data.filter((u: any) => u.kind === "chat" && u.completion_tokens === 6);
+    if (chats.length === 2) break;
+  }
+  expect(chats).toHaveLength(2);
   await shot(page, "keyboard-playground-1280");
 }, 60_000);
 
