@@ -20,6 +20,8 @@ export interface BillingConfig {
   leaseTtlMs: number;
   /** a lease reserves about this long of the account's recent worst-case spend on this instance, ms */
   leaseDemandMs: number;
+  /** recent requests (this one included) that make an account warm enough for a lease (default 3) */
+  leaseWarmRequests?: number;
   /** a lease takes at most this share of the account's available credit, per mille */
   leaseSharePermille: number;
   /** approvals from a lease continue at most this long without a successful database statement, ms */
@@ -223,6 +225,7 @@ export function loadConfig(env: Env = process.env): Config {
       flushMs: int(env, "REELAY_BILLING_FLUSH_MS", 25, 1, 1_000),
       leaseTtlMs: int(env, "REELAY_LEASE_TTL_MS", 10_000, 1_000, 600_000),
       leaseDemandMs: int(env, "REELAY_LEASE_DEMAND_MS", 1_000, 50, 60_000),
+      leaseWarmRequests: int(env, "REELAY_LEASE_WARM_REQUESTS", 3, 2, 1_000),
       leaseSharePermille: int(env, "REELAY_LEASE_MAX_SHARE_PERCENT", 50, 1, 100) * 10,
       offlineMs: int(env, "REELAY_BILLING_OFFLINE_MS", 5_000, 0, 600_000),
       reclaimWaitMs: int(env, "REELAY_BILLING_RECLAIM_MS", 500, 0, 10_000),

@@ -16,7 +16,7 @@ import { testConfig } from "../support/harness.ts";
 import { accountState, expectInvariants, fundedAccount, ledgerOf, type BillingDb } from "./support.ts";
 
 export const FAST: billing.BillingConfig = {
-  leases: true, flushMs: 5, leaseTtlMs: 2_000, leaseDemandMs: 300, leaseSharePermille: 500, offlineMs: 1_000, reclaimWaitMs: 600, journal: false,
+  leases: true, flushMs: 5, leaseTtlMs: 2_000, leaseDemandMs: 300, leaseWarmRequests: 2, leaseSharePermille: 500, offlineMs: 1_000, reclaimWaitMs: 600, journal: false,
 };
 
 const logger = createLogger(testConfig({ REELAY_LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "error" }));
