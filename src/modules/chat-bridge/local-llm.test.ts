@@ -56,8 +56,8 @@ describe("responses over stories260k", () => {
     expect([r.status, r.incomplete_details?.reason]).toEqual(["incomplete", "max_output_tokens"]);
     const rows = (await c.get("/v1/usage")).data;
     expect(rows.map((u: any) => [u.route, u.token_source, u.cost])).toEqual([
-      ["/v1/responses", "upstream", cost(chat.usage!.prompt_tokens, 20)],
-      ["/v1/chat/completions", "upstream", cost(chat.usage!.prompt_tokens, 20)],
+      ["/v1/responses", "local", cost(chat.usage!.prompt_tokens, 20)],
+      ["/v1/chat/completions", "local", cost(chat.usage!.prompt_tokens, 20)],
     ]);
     const acct = await c.get("/v1/account");
     expect([acct.balance, acct.held]).toEqual([1_000_000 - 2 * cost(chat.usage!.prompt_tokens, 20), 0]);
@@ -82,7 +82,7 @@ describe("responses over stories260k", () => {
     let deltas = 0;
     for await (const e of stream) if (e.type === "response.output_text.delta" && ++deltas === 5) break;
     const usage = await eventually(async () => ((await c.lastUsage())?.disconnected ? c.lastUsage() : null));
-    expect(usage).toMatchObject({ route: "/v1/responses", disconnected: true, token_source: "upstream" });
+    expect(usage).toMatchObject({ route: "/v1/responses", disconnected: true, token_source: "local" });
     expect(usage.completion_tokens).toBeGreaterThanOrEqual(5);
     expect(usage.completion_tokens).toBeLessThan(250);
     expect(usage.cost).toBe(cost(usage.prompt_tokens, usage.completion_tokens));
