@@ -26,6 +26,9 @@ import { responsesBackgroundTasks } from "./modules/responses/index.ts";
 import { createJobWatcher } from "./modules/videos/job-watcher.ts";
 import { listen, type Listener } from "./listen.ts";
 
+/** One turn of the event loop: between the slow synchronous steps of the boot, the startup gate answers. */
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 export interface Running {
   deps: AppDeps;
   app: ReturnType<typeof createApp>;
@@ -88,7 +91,9 @@ export async function startServer(config: Config, opts: { logger?: Logger; liste
   const server = listener?.server ?? null;
   let registry: ModelRegistry;
   try {
+    await turn(); // the gate answers the probes that arrived while this module was evaluated
     registry = await buildModels(config, logger);
+    await turn();
   } catch (e) {
     gate.fail(e);
     await server?.stop(true);
