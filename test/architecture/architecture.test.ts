@@ -81,3 +81,29 @@ describe("layers", () => {
     expect(upward).toEqual([]);
   });
 });
+
+/**
+ * What runs before the socket opens (src/main.ts's static imports, transitively) stays small:
+ * none of the app's libraries. One of them there (Elysia through the error handler) delayed the
+ * first /healthz by ~40 ms; bench/foundation.ts measures the start.
+ */
+describe("before listening", () => {
+  test("src/main.ts statically imports none of the app's libraries", () => {
+    const transpiler = new Bun.Transpiler({ loader: "ts" });
+    const seen = new Set<string>();
+    const packages = new Set<string>();
+    const visit = (file: string) => {
+      if (seen.has(file)) return;
+      seen.add(file);
+      // scanImports lists static imports only; `import type` is erased, dynamic import() is not followed
+      for (const imp of transpiler.scanImports(readFileSync(file, "utf8").replace(/^#!.*/, ""))) {
+        if (imp.kind !== "import-statement") continue;
+        if (imp.path.startsWith(".")) visit(resolve(dirname(file), imp.path));
+        else packages.add(imp.path.split("/").slice(0, imp.path.startsWith("@") ? 2 : 1).join("/"));
+      }
+    };
+    visit(join(ROOT, "src/main.ts"));
+    expect(seen.size).toBeGreaterThan(4);
+    expect([...packages].filter((p) => !p.startsWith("node:") && p !== "bun").sort()).toEqual(["ipaddr.js", "pino"]);
+  });
+});
