@@ -163,6 +163,19 @@ export class UpstreamRouter<T> {
   /** The attempt on `d` ended: out of flight, and what the breaker learns from it. */
   release(d: Deployment<T>, outcome: AttemptOutcome): void {
     d.inFlight--;
+    this.record(d, outcome);
+  }
+
+  /**
+   * What the breaker learns from a call to `d` that was not routed (acquired): a video job's poll,
+   * which must go to the worker that holds the job whatever its state. Counted as a request.
+   */
+  observe(d: Deployment<T>, outcome: AttemptOutcome): void {
+    d.requests++;
+    this.record(d, outcome);
+  }
+
+  private record(d: Deployment<T>, outcome: AttemptOutcome): void {
     const now = this.now();
     if (outcome.ok) {
       d.successes++;
