@@ -16,7 +16,7 @@
  * A stream keeps its deployment busy until it ends: pass `{ holdOnSuccess: true }`, and call
  * `lease.end(outcome)` when the stream finishes (the lease settles once; later calls do nothing).
  */
-import type { CallOptions } from "./capabilities.ts";
+import type { CallOptions, PluginLogger } from "./capabilities.ts";
 import { isPluginError, PluginError } from "./errors.ts";
 import type { AttemptOutcome, Deployment, UpstreamRouter } from "./router.ts";
 
@@ -73,7 +73,7 @@ export interface RoutedResult<R, T> {
 
 export async function routedCall<T, R>(
   router: UpstreamRouter<T>,
-  call: Pick<CallOptions, "signal" | "logger" | "routed">,
+  call: Pick<CallOptions, "signal" | "routed"> & { logger?: PluginLogger },
   attempt: (lease: Lease<T>) => Promise<R>,
   opts: { budget?: RetryBudget; holdOnSuccess?: boolean } = {},
 ): Promise<RoutedResult<R, T>> {
