@@ -10,7 +10,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
 import { startFakeOpenAI, type FakeOpenAI } from "../fakes/openai-upstream.ts";
-import { startTestServer, type TestServer } from "../support/harness.ts";
+import { Writable } from "node:stream";
+import { startTestServer, testConfig, type TestServer } from "../support/harness.ts";
+import { createLogger } from "../../src/logger.ts";
+import { buildModels } from "../../src/registry/build-models.ts";
 import { eventually } from "./chat-server.ts";
 
 /** $3 / $15 per million tokens; the fallback model costs $1 / $2 */
@@ -24,6 +27,7 @@ let s: TestServer;
 let openai: OpenAI;
 let key: string;
 let accountId: string;
+const logLines: Array<Record<string, any>> = [];
 
 beforeAll(async () => {
   [a, b, c] = await Promise.all([startFakeOpenAI(), startFakeOpenAI(), startFakeOpenAI()]);
@@ -46,9 +50,14 @@ beforeAll(async () => {
       model("bounded", { deployments: [dep("a", a, { maxConcurrent: 3 }), dep("b", b, { maxConcurrent: 2 })] }),
       model("primary", { deployments: [dep("a", a), dep("b", b)], routing: { breaker: FAST_BREAKER } }, { fallbacks: ["backup"] }),
       model("backup", { baseUrl: c.url }, { pricing: CHEAP }),
+      model("cheap-first", { deployments: [dep("a", a)] }, { pricing: CHEAP, fallbacks: ["dear"] }),
+      model("dear", { baseUrl: c.url }),
+      model("emb-primary", { deployments: [dep("gone", goneUrl)], capabilities: ["embeddings"] }, { fallbacks: ["emb-backup"] }),
+      model("emb-backup", { baseUrl: c.url, capabilities: ["embeddings"] }, { pricing: CHEAP }),
     ],
   }));
-  s = await startTestServer({ REELAY_MODELS_FILE: file, REELAY_RATE_RPM: "1000000", REELAY_RATE_TPM: "100000000" });
+  const capture = new Writable({ write(chunk, _enc, done) { for (const l of String(chunk).split("\n")) if (l) logLines.push(JSON.parse(l)); done(); } });
+  s = await startTestServer({ REELAY_MODELS_FILE: file, REELAY_RATE_RPM: "1000000", REELAY_RATE_TPM: "100000000" }, { logger: createLogger({ logLevel: "info", logPretty: false }, capture) });
   ({ key, accountId } = await s.newClient({ credits: 100_000_000 }));
   openai = new OpenAI({ apiKey: key, baseURL: s.url + "/v1", maxRetries: 0 });
 });
@@ -211,7 +220,51 @@ describe("fallbacks", () => {
   });
 });
 
+describe("fallbacks: holds and embeddings", () => {
+  test("the hold covers the dearest candidate: credit enough for the model but not for its fallback → 402; without a fallback → 200", async () => {
+    const { key: poorKey } = await s.newClient({ credits: 50 }); // cheap worst case ≈ 10×1 + 4×2; the fallback's ≈ 10×3 + 4×15
+    const poor = new OpenAI({ apiKey: poorKey, baseURL: s.url + "/v1", maxRetries: 0 });
+    const err = await poor.chat.completions.create({ model: "cheap-first", messages: [{ role: "user", content: "Count for me." }], max_tokens: 4 }).catch((e) => e);
+    expect([err.status, err.code]).toEqual([402, "insufficient_quota"]);
+    const ok = await poor.chat.completions.create({ model: "backup", messages: [{ role: "user", content: "Count for me." }], max_tokens: 4 });
+    expect(ok.model).toBe("backup");
+  });
+
+  test("embeddings: a model whose deployments are all unreachable is served by its fallback, at the fallback's price", async () => {
+    const before = await balance();
+    const r = await openai.embeddings.create({ model: "emb-primary", input: ["hello there", "general kenobi"] });
+    expect(r.model).toBe("emb-backup");
+    expect(r.data.length).toBe(2);
+    await s.deps.billing.sync();
+    expect(before - (await balance())).toBe(r.usage.prompt_tokens * 1);
+  });
+
+  test("a fallback naming no model, or one of another kind, stops the boot with a message naming it", async () => {
+    const boot = async (models: unknown[]) => {
+      const file = join(mkdtempSync(join(tmpdir(), "reelay-fallbacks-")), "models.json");
+      writeFileSync(file, JSON.stringify({ builtins: false, models }));
+      const config = testConfig({ REELAY_MODELS_FILE: file });
+      return buildModels(config, createLogger(config)).then(async (r) => (await r.close(), "booted"), (e: Error) => e.message);
+    };
+    const chat = (id: string, extra: Record<string, unknown> = {}) => ({ id, plugin: "openai-compatible", options: { baseUrl: c.url }, pricing: PRICING, ...extra });
+    expect(await boot([chat("m", { fallbacks: ["nope"] })])).toContain('models[0].fallbacks: model "m": no model named "nope" to fall back to');
+    expect(await boot([chat("m", { fallbacks: ["v"] }), { id: "v", plugin: "preview-video", pricing: { perSecond: 1 } }])).toContain('model "m" cannot fall back to "v": it serves video, not chat');
+    expect(await boot([chat("m", { fallbacks: ["m"] })])).toContain('model "m" lists itself as a fallback');
+    expect(await boot([{ id: "m", plugin: "openai-compatible", pricing: PRICING, options: { deployments: [{ baseUrl: c.url, apiKeyEnv: "NOT_SET_ANYWHERE_19" }] } }]))
+      .toContain(`deployment "127.0.0.1:${c.port}": apiKeyEnv names the environment variable NOT_SET_ANYWHERE_19, which is not set`);
+  });
+});
+
 describe("operator views", () => {
+  test("a request's log line names the deployment that served it, the attempts, and the requested model when a fallback served", async () => {
+    await Bun.sleep(50); // request lines are written in batches every 10 ms
+    const lines = logLines.filter((l) => l.msg === "request" && l.route === "/v1/chat/completions");
+    expect(lines.some((l) => l.model === "refused" && l.deployment === "c" && l.attempts === 2)).toBe(true);
+    expect(lines.some((l) => l.model === "weighted" && ["a", "b"].includes(l.deployment) && l.attempts === 1)).toBe(true);
+    expect(lines.some((l) => l.model === "backup" && l.requestedModel === "primary" && l.deployment === `127.0.0.1:${c.port}`)).toBe(true);
+    expect(JSON.stringify(logLines)).not.toContain(key); // never the key
+  });
+
   test("/metrics has per-deployment requests, errors by kind, latency, in-flight and circuit state", async () => {
     const text = await (await s.admin("/metrics")).text();
     expect(text).toMatch(/reelay_upstream_deployment_requests_total\{model="weighted",deployment="b"\} \d+/);
