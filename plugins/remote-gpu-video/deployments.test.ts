@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CONTRACT_PNG } from "@reelay/plugin-sdk/contract";
 import { checkOptions, type ModelInstance } from "@reelay/plugin-sdk";
-import { testPluginContext } from "@reelay/plugin-sdk/testing";
+import { testCall, testPluginContext } from "@reelay/plugin-sdk/testing";
 import { startTestServer, type TestServer } from "../../test/support/harness.ts";
 import { startFakeGpuWorker } from "../../test/fakes/gpu-worker.ts";
 import plugin from "./index.ts";
@@ -92,6 +92,31 @@ describe("several GPU workers", () => {
     const statusIds = (w: typeof first) => new Set(w.calls.filter((c) => c.kind === "status").map((c) => c.id));
     const runIds = (w: typeof first) => new Set(w.jobs.keys());
     for (const w of [first, second]) for (const id of statusIds(w)) expect(runIds(w).has(id!)).toBe(true);
+  });
+});
+
+describe("maxConcurrent jobs per worker", () => {
+  test("a worker takes at most maxConcurrent unfinished jobs; a cancelled job frees its slot; none free → overloaded with Retry-After (retryable: the job waits)", async () => {
+    first.reset();
+    second.reset();
+    first.behave({ queueMs: 0, runMs: 100_000 });
+    second.behave({ queueMs: 0, runMs: 100_000 });
+    const { options } = checkOptions(plugin.options!, { deployments: [{ name: "first", baseUrl: first.url, maxConcurrent: 1 }, { name: "second", baseUrl: second.url, maxConcurrent: 2 }], allowPrivateNetwork: true });
+    const instance = plugin.create(testPluginContext(options, { plugin }) as never) as ModelInstance;
+    const req = { jobId: "vid_x", prompt: "a cat", image: { bytes: CONTRACT_PNG, mime: "image/png" as const }, width: 480, height: 832, seconds: 1, seed: 1 };
+    const handles = [];
+    for (let i = 0; i < 3; i++) handles.push((await instance.video!.submit(req, testCall())).handle);
+    expect(handles.map((h) => h.split("/")[0]).sort()).toEqual(["first", "second", "second"]);
+    const full = await instance.video!.submit(req, testCall()).catch((e) => e);
+    expect([full.kind, full.retryAfterSeconds]).toEqual(["overloaded", 1]);
+    expect(first.count("run") + second.count("run")).toBe(3);
+    // the job on "first" is cancelled: its slot is free again
+    await instance.video!.cancel!(handles.find((h) => h.startsWith("first/"))!, testCall());
+    expect((await instance.video!.submit(req, testCall())).handle.startsWith("first/")).toBe(true);
+    expect(instance.upstreams!().map((d) => [d.name, d.inFlight])).toEqual([["first", 1], ["second", 2]]);
+    await instance.close?.();
+    first.behave({});
+    second.behave({});
   });
 });
 
