@@ -15,6 +15,7 @@ import { migrate, openDatabase } from "./db/index.ts";
 import type { AppDeps } from "./deps.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import { buildModels } from "./registry/build-models.ts";
+import { upstreamReport } from "./registry/upstream-report.ts";
 import type { ModelRegistry } from "./registry/model-registry.ts";
 import { lockDataDir } from "./db/data-dir-lock.ts";
 import { noOps, type OpsParts } from "./ops/hooks.ts";
@@ -103,6 +104,7 @@ export async function startServer(config: Config, opts: { logger?: Logger; liste
   let deps: AppDeps;
   try {
     ops = await createOps(config, logger);
+    ops.watchUpstreams(() => upstreamReport(registry));
     deps = await buildDeps(config, logger, ops, registry);
     await deps.billing.start(); // replays settlements a killed process left in its journal, before serving
   } catch (e) {

@@ -51,6 +51,8 @@ export interface ModelConfig {
   description?: string;
   /** video: result URLs the plugin returns may point at private / loopback addresses (the operator's GPU network); default false */
   allowPrivateNetwork?: boolean;
+  /** chat / embeddings: models tried in order when this one's upstreams all fail before any output (billed at the serving model's prices) */
+  fallbacks?: string[];
 }
 
 export interface RateLimitDefaults {
@@ -316,7 +318,7 @@ export function parseModels(doc: unknown): ModelConfig[] {
     if (!m || typeof m !== "object") throw new ConfigError(at(""), "expected an object");
     const o = m as Record<string, unknown>;
     for (const k of Object.keys(o)) {
-      if (!["id", "plugin", "options", "pricing", "maxOutputTokens", "contextLength", "ownedBy", "description", "allowPrivateNetwork"].includes(k)) throw new ConfigError(at(k), "unknown key");
+      if (!["id", "plugin", "options", "pricing", "maxOutputTokens", "contextLength", "ownedBy", "description", "allowPrivateNetwork", "fallbacks"].includes(k)) throw new ConfigError(at(k), "unknown key");
     }
     if (typeof o.id !== "string" || !/^[A-Za-z0-9][\w.:/-]{0,127}$/.test(o.id)) throw new ConfigError(at("id"), "expected a model id (letters, digits, . _ : / -)");
     if (seen.has(o.id)) throw new ConfigError(at("id"), `duplicate model id "${o.id}"`);
@@ -336,6 +338,9 @@ export function parseModels(doc: unknown): ModelConfig[] {
       if (o[k] !== undefined && (!Number.isSafeInteger(o[k]) || (o[k] as number) <= 0)) throw new ConfigError(at(k), "must be a positive integer");
     }
     if (o.allowPrivateNetwork !== undefined && typeof o.allowPrivateNetwork !== "boolean") throw new ConfigError(at("allowPrivateNetwork"), "expected true or false");
+    if (o.fallbacks !== undefined && (!Array.isArray(o.fallbacks) || o.fallbacks.some((f) => typeof f !== "string" || !f) || new Set(o.fallbacks).size !== o.fallbacks.length)) {
+      throw new ConfigError(at("fallbacks"), "expected a list of distinct model ids");
+    }
     return {
       id: o.id,
       plugin: o.plugin,
@@ -346,6 +351,7 @@ export function parseModels(doc: unknown): ModelConfig[] {
       ownedBy: typeof o.ownedBy === "string" ? o.ownedBy : undefined,
       description: typeof o.description === "string" ? o.description : undefined,
       allowPrivateNetwork: o.allowPrivateNetwork === true ? true : undefined,
+      ...(Array.isArray(o.fallbacks) && o.fallbacks.length ? { fallbacks: o.fallbacks as string[] } : {}),
     };
   });
 }

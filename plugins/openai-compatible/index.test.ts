@@ -44,7 +44,9 @@ describe("options schema", () => {
   test("each problem names its option", () => {
     const { problems } = checkOptions(plugin.options!, { baseUrl: "ftp://x", apiKeyEnv: "sk-123 secret", timeouts: { idleMs: -1, fooMs: 1 }, capabilities: ["video"], continuousUsageStats: "yes", extra: 1 });
     expect(problems.map((p) => p.option).sort()).toEqual(["apiKeyEnv", "baseUrl", "capabilities.0", "continuousUsageStats", "extra", "timeouts.fooMs", "timeouts.idleMs"]);
-    expect(checkOptions(plugin.options!, {}).problems).toEqual([{ option: "baseUrl", message: "is required" }]);
+    // baseUrl or deployments: said by validateOptions, not the schema
+    expect(checkOptions(plugin.options!, {}).problems).toEqual([]);
+    expect(plugin.validateOptions!(checkOptions(plugin.options!, {}).options as never)).toEqual(['option "baseUrl": is required (or "deployments", a list of upstreams)']);
     expect(checkOptions(plugin.options!, { baseUrl: "https://api.openai.com/v1" }).problems).toEqual([]);
     expect(checkOptions(plugin.options!, { baseUrl: "https://api.openai.com/v1" }).options).toMatchObject({ capabilities: ["chat"], timeouts: { connectMs: 10_000, totalMs: 600_000 }, limits: { maxEventBytes: 1024 * 1024 } });
   });
@@ -165,8 +167,8 @@ describe("chat.stream", () => {
   test("first-byte timeout → 'timeout' and the upstream sees the abort", async () => {
     const { model } = makeModel({ baseUrl: fake.url, timeouts: { firstByteMs: 100 } });
     fake.behave({ delayFirstChunkMs: 1000 });
-    const stream = await model.chat!.stream!(req(), call());
-    const err = await failure(collect(stream));
+    // stream() waits for the first event (a failure before it may go to another deployment)
+    const err = await failure(model.chat!.stream!(req(), call()).then(collect));
     expect(err.kind).toBe("timeout");
     expect(err.message).toContain("first byte");
     await fake.waitForAbort();

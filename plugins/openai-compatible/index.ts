@@ -4,13 +4,15 @@
  * `model` (→ upstreamModel) and, for streams, `stream_options` (usage forced on); answers come back
  * as the upstream gave them, its usage report relayed as `upstreamUsage` for the host to judge.
  * Options: options.ts. Deadlines, retries of refused connections and error mapping: the SDK's
- * callUpstream.
+ * callUpstream. Several deployments (`deployments`): the SDK's UpstreamRouter picks one per attempt
+ * (weights, least outstanding, circuit breakers) and routedCall retries a safe failure on another;
+ * a stream is only ever retried before its first event.
  */
 import {
-  callUpstream, definePlugin, PluginError,
-  type CallOptions, type ChatCapability, type ChatCompletion, type EmbeddingsCapability, type PluginContext, type UpstreamOptions,
+  callUpstream, DEFAULT_BREAKER, definePlugin, PluginError, routedCall, UpstreamRouter,
+  type CallOptions, type ChatCapability, type ChatCompletion, type ChatStreamEvent, type EmbeddingsCapability, type Lease, type PluginContext, type RetryBudget, type UpstreamOptions,
 } from "@reelay/plugin-sdk";
-import { DEFAULT_MAX_RESPONSE_BYTES, OpenAICompatibleOptions, validateOptions } from "./options.ts";
+import { deploymentNames, DEFAULT_MAX_RESPONSE_BYTES, OpenAICompatibleOptions, validateOptions } from "./options.ts";
 import { redactor, urlPassword } from "./redact.ts";
 
 export type { OpenAICompatibleOptions } from "./options.ts";
@@ -20,41 +22,81 @@ export default definePlugin({
   options: OpenAICompatibleOptions,
   validateOptions,
   create(ctx) {
-    const opts = { ...ctx.options, baseUrl: ctx.options.baseUrl.replace(/\/+$/, "") };
-    const headers = requestHeaders(ctx, opts);
-    const model = opts.upstreamModel ?? ctx.modelId;
+    const opts = ctx.options;
+    const targets = deploymentTargets(ctx, opts);
+    // one deployment given as `baseUrl` behaves as before: refused connections retried on it, no
+    // circuit breaker (a single upstream has nowhere else to send the traffic)
+    const legacy = opts.deployments === undefined;
+    const router = new UpstreamRouter(targets, legacy ? NO_BREAKER : opts.routing.breaker);
     const upstream: UpstreamOptions = {
       timeouts: opts.timeouts,
       fetch: ctx.fetch,
-      redact: redactor([opts.apiKeyEnv ? ctx.env(opts.apiKeyEnv) : undefined, urlPassword(opts.baseUrl)]),
+      redact: redactor(targets.flatMap((t) => t.target.secrets)),
+      ...(targets.length > 1 ? { retryRefusedMs: [] } : {}),
     };
+    const route: Route = { router, budget: opts.routing, upstream };
     return {
-      chat: opts.capabilities.includes("chat") ? chat(opts, headers, model, upstream) : undefined,
-      embeddings: opts.capabilities.includes("embeddings") ? embeddings(opts, headers, model, upstream) : undefined,
+      chat: opts.capabilities.includes("chat") ? chat(opts, route) : undefined,
+      embeddings: opts.capabilities.includes("embeddings") ? embeddings(opts, route) : undefined,
+      upstreams: () => router.status(),
     };
   },
 });
 
-function requestHeaders(ctx: PluginContext<OpenAICompatibleOptions>, opts: OpenAICompatibleOptions): Record<string, string> {
-  const headers: Record<string, string> = {};
-  if (opts.apiKeyEnv) {
-    const key = ctx.env(opts.apiKeyEnv);
-    if (key) headers.authorization = `Bearer ${key}`;
-    else ctx.logger.warn("apiKeyEnv names an unset environment variable; calling upstream without a key", { apiKeyEnv: opts.apiKeyEnv });
-  }
-  return headers;
+/** What an attempt needs of a deployment. */
+interface Target {
+  baseUrl: string;
+  model: string;
+  headers: Record<string, string>;
+  /** its key and URL password, redacted from everything relayed */
+  secrets: Array<string | undefined>;
 }
 
-function chat(opts: OpenAICompatibleOptions, headers: Record<string, string>, model: string, upstream: UpstreamOptions): ChatCapability {
-  const url = `${opts.baseUrl}/chat/completions`;
+interface Route {
+  router: UpstreamRouter<Target>;
+  budget: RetryBudget;
+  upstream: UpstreamOptions;
+}
+
+/** A breaker that never opens: the legacy single `baseUrl` keeps its old behaviour (the router still counts). */
+const NO_BREAKER = { ...DEFAULT_BREAKER, enabled: false };
+
+function deploymentTargets(ctx: PluginContext<OpenAICompatibleOptions>, opts: OpenAICompatibleOptions) {
+  const model = opts.upstreamModel ?? ctx.modelId;
+  if (opts.deployments === undefined) {
+    const baseUrl = opts.baseUrl!.replace(/\/+$/, "");
+    const key = opts.apiKeyEnv ? ctx.env(opts.apiKeyEnv) : undefined;
+    if (opts.apiKeyEnv && !key) ctx.logger.warn("apiKeyEnv names an unset environment variable; calling upstream without a key", { apiKeyEnv: opts.apiKeyEnv });
+    const target: Target = { baseUrl, model, headers: key ? { authorization: `Bearer ${key}` } : {}, secrets: [key, urlPassword(baseUrl)] };
+    return [{ name: new URL(baseUrl).host, weight: 1, target }];
+  }
+  const names = deploymentNames(opts.deployments);
+  return opts.deployments.map((d, i) => {
+    const baseUrl = d.baseUrl.replace(/\/+$/, "");
+    let key: string | undefined;
+    if (d.apiKeyEnv) {
+      key = ctx.env(d.apiKeyEnv);
+      // a deployment without its key would answer 401 to every request routed to it
+      if (!key) throw new Error(`deployment "${names[i]}": apiKeyEnv names the environment variable ${d.apiKeyEnv}, which is not set`);
+    }
+    const target: Target = { baseUrl, model: d.upstreamModel ?? model, headers: key ? { authorization: `Bearer ${key}` } : {}, secrets: [key, urlPassword(baseUrl)] };
+    return { name: names[i]!, weight: d.weight, maxConcurrent: d.maxConcurrent, target };
+  });
+}
+
+function chat(opts: OpenAICompatibleOptions, route: Route): ChatCapability {
   const maxBytes = opts.limits.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES.chat;
+  const { router, budget, upstream } = route;
   return {
     async complete(body, call) {
-      const res = await callUpstream({ url, json: { ...body, model }, headers: { ...headers, accept: "application/json" } }, call, upstream);
-      const completion = await res.json<ChatCompletion>(maxBytes);
-      if (typeof completion !== "object" || completion === null || !Array.isArray(completion.choices)) throw new PluginError("malformed", "upstream completion has no choices array");
-      // the upstream's numbers as it sent them: the host bills them when credible, its own count otherwise
-      return { completion, upstreamUsage: completion.usage };
+      const { value } = await routedCall(router, call, async ({ deployment: { target } }) => {
+        const res = await callUpstream({ url: `${target.baseUrl}/chat/completions`, json: { ...body, model: target.model }, headers: { ...target.headers, accept: "application/json" } }, call, upstream);
+        const completion = await res.json<ChatCompletion>(maxBytes);
+        if (typeof completion !== "object" || completion === null || !Array.isArray(completion.choices)) throw new PluginError("malformed", "upstream completion has no choices array");
+        // the upstream's numbers as it sent them: the host bills them when credible, its own count otherwise
+        return { completion, upstreamUsage: completion.usage };
+      }, { budget });
+      return value;
     },
 
     async stream(body, call) {
@@ -63,32 +105,86 @@ function chat(opts: OpenAICompatibleOptions, headers: Record<string, string>, mo
         include_usage: true,
         ...(opts.continuousUsageStats ? { continuous_usage_stats: true } : {}),
       };
-      const res = await callUpstream({ url, json: { ...body, model, stream: true, stream_options }, headers: { ...headers, accept: "text/event-stream" }, stream: true }, call, upstream);
-      const type = res.headers.get("content-type") ?? "";
-      if (!type.startsWith("text/event-stream")) {
-        res.close();
-        throw new PluginError("malformed", `upstream answered a stream request with content-type ${JSON.stringify(type)}, not text/event-stream`);
-      }
-      return res.sse({ maxEventBytes: opts.limits.maxEventBytes });
+      // the attempt lasts until the first event: a failure before it has sent the client nothing
+      const { value, lease } = await routedCall(router, call, async ({ deployment: { target } }) => {
+        const res = await callUpstream({ url: `${target.baseUrl}/chat/completions`, json: { ...body, model: target.model, stream: true, stream_options }, headers: { ...target.headers, accept: "text/event-stream" }, stream: true }, call, upstream);
+        const type = res.headers.get("content-type") ?? "";
+        if (!type.startsWith("text/event-stream")) {
+          res.close();
+          throw new PluginError("malformed", `upstream answered a stream request with content-type ${JSON.stringify(type)}, not text/event-stream`);
+        }
+        const events = res.sse({ maxEventBytes: opts.limits.maxEventBytes })[Symbol.asyncIterator]();
+        try {
+          return { events, first: await events.next() };
+        } catch (err) {
+          res.close();
+          throw beforeFirstEvent(err);
+        }
+      }, { budget, holdOnSuccess: true });
+      return leasedEvents(value.events, value.first, lease, call.signal);
     },
   };
 }
 
-function embeddings(opts: OpenAICompatibleOptions, headers: Record<string, string>, model: string, upstream: UpstreamOptions): EmbeddingsCapability {
-  const url = `${opts.baseUrl}/embeddings`;
+/** A deadline or a reset before the first event: nothing reached the client, another deployment may answer. */
+function beforeFirstEvent(err: unknown): unknown {
+  const e = err as PluginError;
+  if ((e?.kind === "timeout" || e?.kind === "connect") && e.retryable === false) {
+    return new PluginError(e.kind, e.message, { retryable: true, cause: err });
+  }
+  return err;
+}
+
+/**
+ * The stream's events, its deployment counted in flight until it ends: a failure mid-stream counts
+ * against the deployment (and is never retried); a consumer that stops early ends it as a success.
+ */
+function leasedEvents(events: AsyncIterator<ChatStreamEvent>, first: IteratorResult<ChatStreamEvent>, lease: Lease<Target>, signal: AbortSignal): AsyncIterable<ChatStreamEvent> {
+  let pending: IteratorResult<ChatStreamEvent> | null = first;
+  const iterator: AsyncIterator<ChatStreamEvent> = {
+    async next() {
+      let r: IteratorResult<ChatStreamEvent>;
+      if (pending !== null) {
+        r = pending;
+        pending = null;
+      } else {
+        try {
+          r = await events.next();
+        } catch (err) {
+          lease.end(err, signal);
+          throw err;
+        }
+      }
+      if (r.done) lease.end();
+      return r;
+    },
+    async return(value?: unknown) {
+      lease.end();
+      await events.return?.(value).catch(() => {});
+      return { done: true, value: undefined };
+    },
+  };
+  return { [Symbol.asyncIterator]: () => iterator };
+}
+
+function embeddings(opts: OpenAICompatibleOptions, route: Route): EmbeddingsCapability {
   const maxBytes = opts.limits.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES.embeddings;
+  const { router, budget, upstream } = route;
   return {
     supportsDimensions: true,
     async embed({ body }, call: CallOptions) {
-      const res = await callUpstream({ url, json: { ...body, model }, headers: { ...headers, accept: "application/json" } }, call, upstream);
-      const json = await res.json<{ data?: unknown; usage?: unknown }>(maxBytes);
-      if (!Array.isArray(json?.data)) throw new PluginError("malformed", "upstream embeddings answer has no data array");
-      const data = json.data.map((d: any, i: number) => {
-        if (!Array.isArray(d?.embedding) && typeof d?.embedding !== "string") throw new PluginError("malformed", `upstream embeddings answer: data[${i}] has no embedding`);
-        return { index: typeof d.index === "number" ? d.index : i, embedding: d.embedding };
-      });
-      // some servers (older llama.cpp) omit usage: the host then bills its own count
-      return { data, upstreamUsage: json.usage };
+      const { value } = await routedCall(router, call, async ({ deployment: { target } }) => {
+        const res = await callUpstream({ url: `${target.baseUrl}/embeddings`, json: { ...body, model: target.model }, headers: { ...target.headers, accept: "application/json" } }, call, upstream);
+        const json = await res.json<{ data?: unknown; usage?: unknown }>(maxBytes);
+        if (!Array.isArray(json?.data)) throw new PluginError("malformed", "upstream embeddings answer has no data array");
+        const data = json.data.map((d: any, i: number) => {
+          if (!Array.isArray(d?.embedding) && typeof d?.embedding !== "string") throw new PluginError("malformed", `upstream embeddings answer: data[${i}] has no embedding`);
+          return { index: typeof d.index === "number" ? d.index : i, embedding: d.embedding };
+        });
+        // some servers (older llama.cpp) omit usage: the host then bills its own count
+        return { data, upstreamUsage: json.usage };
+      }, { budget });
+      return value;
     },
   };
 }

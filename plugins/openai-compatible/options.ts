@@ -1,5 +1,5 @@
 /** Per-model options of the openai-compatible plugin, as a schema the host validates at boot. */
-import { DEFAULT_UPSTREAM_TIMEOUTS, Type, type Static } from "@reelay/plugin-sdk";
+import { DEFAULT_BREAKER, DEFAULT_RETRY, DEFAULT_UPSTREAM_TIMEOUTS, Type, type Static } from "@reelay/plugin-sdk";
 
 const ms = (description: string, fallback: number) => Type.Integer({ minimum: 1, maximum: 86_400_000, default: fallback, description });
 
@@ -30,11 +30,49 @@ export const Limits = Type.Object({
   maxEventBytes: Type.Integer({ minimum: 1024, default: 1024 * 1024 }),
 }, { additionalProperties: false, default: {} });
 
+const BaseUrl = Type.String({ pattern: "^https?://[^?#]+$", description: 'the upstream, e.g. "http://localhost:8000/v1" (http or https, no query)' });
+const KeyEnv = Type.String({ pattern: "^[A-Za-z_][A-Za-z0-9_]*$", description: "an environment variable name" });
+
+/** One upstream serving the model (a vLLM replica, a provider, a region). */
+export const Deployment = Type.Object({
+  /** shown in /metrics, logs and GET /admin/upstreams; default: the base URL's host:port */
+  name: Type.Optional(Type.String({ pattern: "^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$", description: "letters, digits, . _ : -" })),
+  baseUrl: BaseUrl,
+  /** this deployment's key; a deployment without one sends none. Unset at boot → the boot stops. */
+  apiKeyEnv: Type.Optional(KeyEnv),
+  /** the model's name on this deployment; default: the model's upstreamModel, else its id */
+  upstreamModel: Type.Optional(Type.String({ minLength: 1 })),
+  /** relative share of the traffic */
+  weight: Type.Number({ exclusiveMinimum: 0, maximum: 1_000_000, default: 1 }),
+  /** requests in flight at once on one reelay instance; at it, the deployment is skipped */
+  maxConcurrent: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
+}, { additionalProperties: false });
+
+/**
+ * Retries over deployments and the per-deployment circuit breaker (SDK router.ts, routed-call.ts).
+ * Defaults: 3 attempts within 30 s; the circuit opens after 5 failures in a row or an error rate
+ * of 50 % over ≥ 20 calls in 10 s, for 5 s (an upstream Retry-After on 429 / 503: that long).
+ */
+export const Routing = Type.Object({
+  maxAttempts: Type.Integer({ minimum: 1, maximum: 10, default: DEFAULT_RETRY.maxAttempts }),
+  deadlineMs: Type.Integer({ minimum: 1, maximum: 3_600_000, default: DEFAULT_RETRY.deadlineMs }),
+  breaker: Type.Object({
+    consecutiveFailures: Type.Integer({ minimum: 1, maximum: 1000, default: DEFAULT_BREAKER.consecutiveFailures }),
+    errorRate: Type.Number({ exclusiveMinimum: 0, maximum: 1, default: DEFAULT_BREAKER.errorRate }),
+    minRequests: Type.Integer({ minimum: 1, maximum: 1_000_000, default: DEFAULT_BREAKER.minRequests }),
+    windowMs: Type.Integer({ minimum: 100, maximum: 3_600_000, default: DEFAULT_BREAKER.windowMs }),
+    cooldownMs: Type.Integer({ minimum: 1, maximum: 3_600_000, default: DEFAULT_BREAKER.cooldownMs }),
+  }, { additionalProperties: false, default: {} }),
+}, { additionalProperties: false, default: {} });
+
 export const OpenAICompatibleOptions = Type.Object({
-  /** includes the /v1 part, like the OpenAI SDK's baseURL */
-  baseUrl: Type.String({ pattern: "^https?://[^?#]+$", description: 'the upstream, e.g. "http://localhost:8000/v1" (http or https, no query)' }),
+  /** one upstream: includes the /v1 part, like the OpenAI SDK's baseURL (or `deployments` for several) */
+  baseUrl: Type.Optional(BaseUrl),
   /** the name of the environment variable holding the API key, never the key itself */
-  apiKeyEnv: Type.Optional(Type.String({ pattern: "^[A-Za-z_][A-Za-z0-9_]*$", description: "an environment variable name" })),
+  apiKeyEnv: Type.Optional(KeyEnv),
+  /** several upstreams serving this model, instead of `baseUrl` / `apiKeyEnv` */
+  deployments: Type.Optional(Type.Array(Deployment, { minItems: 1, maxItems: 64 })),
+  routing: Routing,
   /** the model name the upstream knows; default: the model's id */
   upstreamModel: Type.Optional(Type.String({ minLength: 1 })),
   timeouts: Timeouts,
@@ -46,15 +84,44 @@ export const OpenAICompatibleOptions = Type.Object({
 
 export type OpenAICompatibleOptions = Static<typeof OpenAICompatibleOptions>;
 export type Timeouts = Static<typeof Timeouts>;
+export type DeploymentOptions = Static<typeof Deployment>;
 
 export const DEFAULT_MAX_RESPONSE_BYTES = { chat: 16 * 1024 * 1024, embeddings: 128 * 1024 * 1024 } as const;
 
-/** What the schema cannot say: the base URL must parse. */
+/** What the schema cannot say: `baseUrl` or `deployments` (one of them), every URL parses, names are unique. */
 export function validateOptions(o: OpenAICompatibleOptions): string[] {
-  try {
-    new URL(o.baseUrl);
-    return [];
-  } catch {
-    return [`option "baseUrl": not a valid URL: ${o.baseUrl}`];
+  const problems: string[] = [];
+  if (o.deployments === undefined && o.baseUrl === undefined) return ['option "baseUrl": is required (or "deployments", a list of upstreams)'];
+  if (o.deployments !== undefined && (o.baseUrl !== undefined || o.apiKeyEnv !== undefined)) {
+    problems.push('option "deployments": give either "baseUrl" (with "apiKeyEnv") or "deployments", not both');
   }
+  const urls = o.deployments ? o.deployments.map((d, i) => [`deployments.${i}.baseUrl`, d.baseUrl] as const) : [["baseUrl", o.baseUrl!] as const];
+  for (const [option, url] of urls) {
+    try {
+      new URL(url);
+    } catch {
+      problems.push(`option "${option}": not a valid URL: ${url}`);
+    }
+  }
+  if (o.deployments && problems.length === 0) {
+    const names = deploymentNames(o.deployments);
+    const seen = new Set<string>();
+    for (const [i, n] of names.entries()) {
+      if (seen.has(n)) problems.push(`option "deployments.${i}.name": "${n}" names two deployments (give each a unique name)`);
+      seen.add(n);
+    }
+  }
+  return problems;
+}
+
+/** Each deployment's name: its own, else its base URL's host:port (a second with the same host gets "#2" …). */
+export function deploymentNames(list: Array<Pick<DeploymentOptions, "name" | "baseUrl">>): string[] {
+  const used = new Map<string, number>();
+  return list.map((d) => {
+    if (d.name) return d.name;
+    const host = new URL(d.baseUrl).host;
+    const n = (used.get(host) ?? 0) + 1;
+    used.set(host, n);
+    return n === 1 ? host : `${host}#${n}`;
+  });
 }

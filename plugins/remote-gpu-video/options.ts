@@ -1,5 +1,5 @@
 /** Per-model options of remote-gpu-video: a schema the host validates at boot, plus the input mapping's own rules. */
-import { Type, type Static } from "@reelay/plugin-sdk";
+import { DEFAULT_BREAKER, DEFAULT_RETRY, Type, type Static } from "@reelay/plugin-sdk";
 import { problemsWithMapping, type InputMapping } from "./input-mapping.ts";
 
 /**
@@ -15,11 +15,41 @@ export const DEFAULTS = {
 
 export const DEFAULT_OUTPUT_PATHS = ["output.video", "output.video_base64", "output.video_url", "output.url", "output"];
 
+const BaseUrl = Type.String({ pattern: "^https?://[^?#@]+$", description: 'e.g. "https://api.runpod.ai/v2/<endpoint-id>" (http or https, no query or credentials)' });
+const KeyEnv = Type.String({ pattern: "^[A-Za-z_][A-Za-z0-9_]*$", description: "an environment variable name" });
+
+/** One GPU worker endpoint serving the model. */
+export const WorkerDeployment = Type.Object({
+  /** shown in /metrics, logs and GET /admin/upstreams, and recorded in each job's handle; default: the base URL's host:port */
+  name: Type.Optional(Type.String({ pattern: "^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$", description: "letters, digits, . _ : -" })),
+  baseUrl: BaseUrl,
+  /** this worker's key; unset at boot → the boot stops */
+  apiKeyEnv: Type.Optional(KeyEnv),
+  /** relative share of new jobs */
+  weight: Type.Number({ exclusiveMinimum: 0, maximum: 1_000_000, default: 1 }),
+  /** jobs submitted by this reelay instance and not yet finished on this worker; at it, the worker gets no new job */
+  maxConcurrent: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
+}, { additionalProperties: false });
+
 export const RemoteGpuOptions = Type.Object({
-  /** endpoint base, e.g. https://api.runpod.ai/v2/<endpoint-id>; /run, /status/{id}, /cancel/{id} are appended */
-  baseUrl: Type.String({ pattern: "^https?://[^?#@]+$", description: 'e.g. "https://api.runpod.ai/v2/<endpoint-id>" (http or https, no query or credentials)' }),
+  /** endpoint base, e.g. https://api.runpod.ai/v2/<endpoint-id>; /run, /status/{id}, /cancel/{id} are appended (or `deployments` for several) */
+  baseUrl: Type.Optional(BaseUrl),
   /** name of the environment variable holding the API key (never the key itself) */
-  apiKeyEnv: Type.Optional(Type.String({ pattern: "^[A-Za-z_][A-Za-z0-9_]*$", description: "an environment variable name" })),
+  apiKeyEnv: Type.Optional(KeyEnv),
+  /** several workers serving this model, instead of `baseUrl` / `apiKeyEnv`: a job goes to one and is polled there */
+  deployments: Type.Optional(Type.Array(WorkerDeployment, { minItems: 1, maxItems: 64 })),
+  /** submits over deployments: attempts per submit, and each worker's circuit breaker (defaults as openai-compatible's) */
+  routing: Type.Object({
+    maxAttempts: Type.Integer({ minimum: 1, maximum: 10, default: DEFAULT_RETRY.maxAttempts }),
+    deadlineMs: Type.Integer({ minimum: 1, maximum: 3_600_000, default: DEFAULT_RETRY.deadlineMs }),
+    breaker: Type.Object({
+      consecutiveFailures: Type.Integer({ minimum: 1, maximum: 1000, default: DEFAULT_BREAKER.consecutiveFailures }),
+      errorRate: Type.Number({ exclusiveMinimum: 0, maximum: 1, default: DEFAULT_BREAKER.errorRate }),
+      minRequests: Type.Integer({ minimum: 1, maximum: 1_000_000, default: DEFAULT_BREAKER.minRequests }),
+      windowMs: Type.Integer({ minimum: 100, maximum: 3_600_000, default: DEFAULT_BREAKER.windowMs }),
+      cooldownMs: Type.Integer({ minimum: 1, maximum: 3_600_000, default: DEFAULT_BREAKER.cooldownMs }),
+    }, { additionalProperties: false, default: {} }),
+  }, { additionalProperties: false, default: {} }),
   /** reelay's request fields → the worker's input fields (input-mapping.ts) */
   inputMapping: Type.Record(Type.String(), Type.Union([Type.String(), Type.Null()]), { default: {} }),
   /** constant fields merged into `input` (mapped fields win on a clash) */
@@ -45,11 +75,34 @@ export type RemoteGpuOptions = Static<typeof RemoteGpuOptions> & { inputMapping:
 /** What the schema cannot check: the mapping's targets and transforms. */
 export function validateOptions(o: Static<typeof RemoteGpuOptions>): string[] {
   const problems = problemsWithMapping(o.inputMapping ?? {}).map((p) => `option "inputMapping.${p}`);
+  if (o.baseUrl === undefined && o.deployments === undefined) problems.push('option "baseUrl": is required (or "deployments", a list of workers)');
+  if (o.deployments !== undefined && (o.baseUrl !== undefined || o.apiKeyEnv !== undefined)) problems.push('option "deployments": give either "baseUrl" (with "apiKeyEnv") or "deployments", not both');
+  if (o.deployments) {
+    const names = workerNames(o.deployments);
+    names.forEach((n, i) => {
+      if (names.indexOf(n) !== i) problems.push(`option "deployments.${i}.name": "${n}" names two deployments (give each a unique name)`);
+    });
+  }
   if (Array.isArray(o.staticInput)) problems.push(`option "staticInput" must be an object of constant input fields, not a list`);
   return problems;
 }
 
-/** The options as the plugin uses them (defaults filled in by the host; the base URL without a trailing slash). */
+/** The options as the plugin uses them (defaults filled in by the host). */
 export function parseOptions(o: Static<typeof RemoteGpuOptions>): RemoteGpuOptions {
-  return { ...o, baseUrl: o.baseUrl.replace(/\/+$/, ""), inputMapping: o.inputMapping as InputMapping };
+  return { ...o, inputMapping: o.inputMapping as InputMapping };
+}
+
+/** Each worker's name: its own, else its base URL's host:port (a second with the same host gets "#2" …). */
+export function workerNames(list: Array<{ name?: string; baseUrl: string }>): string[] {
+  const used = new Map<string, number>();
+  return list.map((d) => {
+    if (d.name) return d.name;
+    let host = d.baseUrl;
+    try {
+      host = new URL(d.baseUrl).host;
+    } catch { /* the schema's pattern already judged it */ }
+    const n = (used.get(host) ?? 0) + 1;
+    used.set(host, n);
+    return n === 1 ? host : `${host}#${n}`;
+  });
 }

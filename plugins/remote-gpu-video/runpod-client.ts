@@ -15,7 +15,8 @@ export interface WorkerAnswer {
 export class RunpodClient {
   private readonly headers: Record<string, string>;
 
-  constructor(private readonly ctx: PluginContext, private readonly opts: RemoteGpuOptions, apiKey: string | undefined) {
+  /** baseUrl: this worker's endpoint, without a trailing slash */
+  constructor(private readonly ctx: PluginContext, private readonly opts: RemoteGpuOptions, readonly baseUrl: string, apiKey: string | undefined) {
     this.headers = { "content-type": "application/json", accept: "application/json" };
     if (apiKey) this.headers.authorization = `Bearer ${apiKey}`;
   }
@@ -28,7 +29,7 @@ export class RunpodClient {
   async run(input: Record<string, unknown>, signal: AbortSignal): Promise<WorkerAnswer> {
     const answer = await this.call("POST", "/run", signal, { input }, true);
     if (answer.status === 404 || answer.status === 405) {
-      this.ctx.logger.error("GPU worker has no /run endpoint at baseUrl: check the model's baseUrl", { baseUrl: this.opts.baseUrl, status: answer.status });
+      this.ctx.logger.error("GPU worker has no /run endpoint at baseUrl: check the model's baseUrl", { baseUrl: this.baseUrl, status: answer.status });
       throw new PluginError("upstream_http", `the GPU worker answered ${answer.status} to POST /run: no worker endpoint at the model's baseUrl (the operator must check baseUrl)`, {
         status: answer.status,
         code: "worker_endpoint_not_found",
@@ -44,7 +45,7 @@ export class RunpodClient {
    */
   async probe(signal: AbortSignal): Promise<{ reachable: true; status: number } | { reachable: false; reason: string }> {
     try {
-      const res = await this.ctx.fetch(this.opts.baseUrl + "/health", { headers: this.headers, signal });
+      const res = await this.ctx.fetch(this.baseUrl + "/health", { headers: this.headers, signal });
       await res.body?.cancel();
       return { reachable: true, status: res.status };
     } catch (err) {
@@ -70,7 +71,7 @@ export class RunpodClient {
     const what = `${method} ${path.replace(/\/[^/]+$/, path === "/run" ? "/run" : "/{id}")}`;
     let res: Response;
     try {
-      res = await this.ctx.fetch(this.opts.baseUrl + path, { method, headers: this.headers, body: body === undefined ? undefined : JSON.stringify(body), signal: both });
+      res = await this.ctx.fetch(this.baseUrl + path, { method, headers: this.headers, body: body === undefined ? undefined : JSON.stringify(body), signal: both });
     } catch (err) {
       throw this.transportError(err, what, signal, deadline);
     }

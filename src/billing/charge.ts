@@ -59,7 +59,19 @@ type ChargeDeps = { billing: CreditEngine; telemetry: Telemetry; logger: Logger 
 export class Charge {
   private closed = false;
 
-  constructor(private readonly deps: ChargeDeps, readonly spec: ChargeSpec, private readonly approval: Approval) {}
+  constructor(private readonly deps: ChargeDeps, private current: ChargeSpec, private readonly approval: Approval) {}
+
+  get spec(): ChargeSpec {
+    return this.current;
+  }
+
+  /**
+   * Another model serves the request (a model-level fallback): the settlement is priced, and the
+   * usage row written, for that model. The approval stays as it was: it covered the dearest candidate.
+   */
+  servedBy(model: { id: string; plugin: string; pricing: ModelPricing }): void {
+    this.current = { ...this.current, model: model.id, plugin: model.plugin, pricing: model.pricing };
+  }
 
   /** Charge what was used (once); returns the cost in micro-dollars. */
   settle(o: SettleOutcome): number {

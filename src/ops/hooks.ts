@@ -26,6 +26,11 @@ export interface RequestFacts {
   cost?: number;
   jobId?: string;
   disconnected?: boolean;
+  /** the upstream deployment that served the request, and the attempts it took (several deployments per model) */
+  deployment?: string;
+  attempts?: number;
+  /** the model the client asked for, when a fallback model served it (`model` is the one that served) */
+  requestedModel?: string;
 }
 
 /** What the app knows of a request once its response went out. */

@@ -14,12 +14,14 @@ import type { Config } from "../config.ts";
 import type { Logger } from "../logger.ts";
 import { createMemoryLimiter, type RateLimiter } from "../rate-limit/index.ts";
 import type { OpsParts, ReadinessCheck } from "./hooks.ts";
-import { createMetrics } from "./metrics.ts";
+import { createMetrics, type UpstreamSource } from "./metrics.ts";
 import { createRateLimits } from "../rate-limit/key-and-account-limits.ts";
 import { createRequestLog } from "./request-log.ts";
 import { createTelemetry } from "./telemetry.ts";
 
 export interface Ops extends OpsParts {
+  /** the per-deployment metrics read this (the model registry's upstreams) */
+  watchUpstreams(read: () => UpstreamSource): void;
   close(): Promise<void>;
 }
 
@@ -61,6 +63,7 @@ export async function createOps(config: Config, logger: Logger, opts: { limiter?
       },
     },
     readinessChecks: config.redisUrl ? [redisCheck] : [],
+    watchUpstreams: metrics.watchUpstreams,
     async close() {
       requestLog.flush();
       metrics.close();

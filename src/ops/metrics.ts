@@ -12,6 +12,10 @@ import type { Db } from "../db/index.ts";
 import type { LimiterHealth } from "../rate-limit/index.ts";
 import { openHolds, videoQueue } from "./db-gauges.ts";
 import { createRequestMetrics } from "./request-metrics.ts";
+import type { DeploymentStatus } from "../plugin-sdk/index.ts";
+
+/** each model routed over upstream deployments, with their state (registry/upstream-report.ts) */
+export type UpstreamSource = Array<{ model: string; deployments: DeploymentStatus[] }>;
 
 /** 5 ms … 2 min: /v1/models answers in ~1 ms, a long chat stream or a video submit with an image_url in tens of seconds */
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
@@ -30,6 +34,51 @@ export function createMetrics(limiterHealth: () => LimiterHealth) {
   const videoSeconds = new Counter({ name: "reelay_video_seconds_total", help: "Seconds of video billed", labelNames: ["model"], registers });
   const videoTransitions = new Counter({ name: "reelay_video_job_transitions_total", help: "Video job state changes", labelNames: ["model", "from", "to"], registers });
   const rateLimitRejections = new Counter({ name: "reelay_rate_limit_rejections_total", help: "Requests refused with 429 by a rate limit", labelNames: ["limit", "scope"], registers });
+
+  // Per upstream deployment: read from the plugins' routers at each scrape (they count in memory, per instance)
+  let upstreams: () => UpstreamSource = () => [];
+  const perDeployment = (set: (labels: { model: string; deployment: string }, d: DeploymentStatus) => void) => {
+    for (const m of upstreams()) for (const d of m.deployments) set({ model: m.model, deployment: d.name }, d);
+  };
+  new Counter({
+    name: "reelay_upstream_deployment_requests_total", help: "Attempts sent to an upstream deployment", labelNames: ["model", "deployment"], registers,
+    collect() {
+      this.reset();
+      perDeployment((l, d) => this.inc(l, d.requests));
+    },
+  });
+  new Counter({
+    name: "reelay_upstream_deployment_errors_total", help: "Failed attempts on an upstream deployment, by kind (connect, timeout, http_<status>, stream_interrupted …)", labelNames: ["model", "deployment", "kind"], registers,
+    collect() {
+      this.reset();
+      perDeployment((l, d) => {
+        for (const [kind, n] of Object.entries(d.errors)) this.inc({ ...l, kind }, n);
+      });
+    },
+  });
+  new Gauge({
+    name: "reelay_upstream_deployment_latency_seconds", help: "Moving average latency of successful attempts (a stream: to its first event)", labelNames: ["model", "deployment"], registers,
+    collect() {
+      this.reset();
+      perDeployment((l, d) => d.latencyMs !== null && this.set(l, d.latencyMs / 1000));
+    },
+  });
+  new Gauge({
+    name: "reelay_upstream_deployment_in_flight", help: "Attempts in flight on an upstream deployment", labelNames: ["model", "deployment"], registers,
+    collect() {
+      this.reset();
+      perDeployment((l, d) => this.set(l, d.inFlight));
+    },
+  });
+  new Gauge({
+    name: "reelay_upstream_deployment_circuit_state", help: "Circuit breaker state of an upstream deployment: 1 for the current state (closed, open, half_open)", labelNames: ["model", "deployment", "state"], registers,
+    collect() {
+      this.reset();
+      perDeployment((l, d) => {
+        for (const state of ["closed", "open", "half_open"] as const) this.set({ ...l, state }, d.state === state ? 1 : 0);
+      });
+    },
+  });
 
   new Gauge({
     name: "reelay_rate_limiter_degraded",
@@ -70,6 +119,11 @@ export function createMetrics(limiterHealth: () => LimiterHealth) {
     videoSeconds,
     videoTransitions,
     rateLimitRejections,
+
+    /** where the per-deployment metrics come from (the model registry, once it exists) */
+    watchUpstreams(read: () => UpstreamSource) {
+      upstreams = read;
+    },
 
     /** read the database and process gauges; one cheap query per family */
     async refresh(db: Db, onError: (err: unknown) => void) {

@@ -122,6 +122,9 @@ export function requestLogLine(e: RequestEnd & { latencyMs: number | null; facts
     cost: f.cost,
     jobId: f.jobId,
     disconnected: f.disconnected,
+    deployment: f.deployment,
+    attempts: f.attempts,
+    requestedModel: f.requestedModel,
   };
 }
 

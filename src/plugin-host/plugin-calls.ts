@@ -13,6 +13,7 @@ export class PluginCalls {
     return {
       signal: call.signal,
       requestId: call.requestId,
+      routed: call.routed,
       // made on first use: a pino child per request costs a few µs that most calls never need
       get logger() {
         return (logger ??= callLogger(site.logger, { plugin: site.plugin, model: site.model, requestId: call.requestId }, site.secrets));

@@ -15,6 +15,8 @@ export interface HostCall {
   requestId: string;
   /** what the request may be billed for at most (usage beyond it is a broken plugin) */
   allowed?: UsageAllowance;
+  /** told which upstream deployment served the call, after how many attempts (CallOptions.routed) */
+  routed?(info: { deployment: string; attempts: number }): void;
 }
 
 export interface HostChat {
@@ -38,7 +40,7 @@ export interface HostVideo extends Omit<VideoCapability, "submit" | "poll" | "ca
   cancel?(handle: string, call: HostCall): Promise<void>;
 }
 
-export interface HostInstance extends Pick<ModelInstance, "load" | "unload" | "close"> {
+export interface HostInstance extends Pick<ModelInstance, "load" | "unload" | "close" | "upstreams"> {
   chat?: HostChat;
   embeddings?: HostEmbeddings;
   video?: HostVideo;

@@ -218,5 +218,6 @@ export function waitingInstance(instance: HostInstance, loader: ModelLoader): Ho
     load: instance.load.bind(instance),
     unload: instance.unload?.bind(instance),
     close: instance.close?.bind(instance),
+    upstreams: instance.upstreams,
   };
 }

@@ -25,6 +25,8 @@ export interface RegisteredModel {
   description?: string;
   createdAt: number;
   capabilities: Capability[];
+  /** models tried in order when this one fails before any output (chat, embeddings); checked at boot */
+  fallbacks: string[];
   /**
    * the plugin's instance as the host calls it: results checked, errors branded
    * (plugin-host/checked-instance.ts); each capability call waits until the model is loaded (model-loader.ts)
@@ -134,8 +136,9 @@ export async function buildRegistry(
     const managed = withHostTokenizer(checkedInstance(instance, host.site(m, plugin)), policy.warmHostTokenizer);
     const loader = new ModelLoader(m.id, managed, policy);
     loaders.set(m.id, loader);
-    byId.set(m.id, { id: m.id, plugin: m.plugin, pricing: m.pricing, maxOutputTokens: m.maxOutputTokens, contextLength: m.contextLength, ownedBy: m.ownedBy ?? "reelay", description: m.description, createdAt: now, capabilities, instance: waitingInstance(managed, loader), ready: (signal) => loader.ready(signal) });
+    byId.set(m.id, { id: m.id, plugin: m.plugin, pricing: m.pricing, maxOutputTokens: m.maxOutputTokens, contextLength: m.contextLength, ownedBy: m.ownedBy ?? "reelay", description: m.description, createdAt: now, capabilities, fallbacks: m.fallbacks ?? [], instance: waitingInstance(managed, loader), ready: (signal) => loader.ready(signal) });
   }
+  checkFallbacks(models, byId);
   return {
     get: (id) => byId.get(id),
     list: () => [...byId.values()],
@@ -149,6 +152,22 @@ export async function buildRegistry(
       host.close();
     },
   };
+}
+
+/** Every fallback names another served model that can do what this model does (chat, embeddings). */
+function checkFallbacks(models: ModelConfig[], byId: Map<string, RegisteredModel>): void {
+  for (const [i, m] of models.entries()) {
+    const self = byId.get(m.id)!;
+    for (const id of m.fallbacks ?? []) {
+      const at = `models[${i}].fallbacks`;
+      const other = byId.get(id);
+      if (id === m.id) throw new ConfigError(at, `model "${m.id}" lists itself as a fallback`);
+      if (!other) throw new ConfigError(at, `model "${m.id}": no model named "${id}" to fall back to (models: ${[...byId.keys()].join(", ")})`);
+      const needs = self.capabilities.filter((c) => c === "chat" || c === "embeddings");
+      if (!needs.length) throw new ConfigError(at, `model "${m.id}": fallbacks apply to chat and embeddings models; it serves ${self.capabilities.join(", ")}`);
+      if (!needs.some((c) => other.capabilities.includes(c))) throw new ConfigError(at, `model "${m.id}" cannot fall back to "${id}": it serves ${other.capabilities.join(", ")}, not ${needs.join(" or ")}`);
+    }
+  }
 }
 
 /** May this key use this model? (allowed-model list and capability scopes) */

@@ -35,6 +35,16 @@ export function resolveModel(deps: { registry: ModelRegistry }, key: KeyRights, 
   return model;
 }
 
+/** The model's fallbacks (in order) that this key may use and that can serve `capability`. */
+export function fallbackModels(deps: { registry: ModelRegistry }, key: KeyRights, model: RegisteredModel, capability: Capability): RegisteredModel[] {
+  const out: RegisteredModel[] = [];
+  for (const id of model.fallbacks) {
+    const m = deps.registry.get(id);
+    if (m && m.capabilities.includes(capability) && keyMayUse(m, key)) out.push(m);
+  }
+  return out;
+}
+
 /** ids of the models this key may use for `capability`, in registry order */
 export function modelsFor(registry: ModelRegistry, key: KeyRights, capability: Capability): string[] {
   return registry.list().filter((m) => m.capabilities.includes(capability) && keyMayUse(m, key)).map((m) => m.id);

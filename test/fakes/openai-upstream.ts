@@ -7,8 +7,9 @@
  *   fake.origin, fake.port
  *   fake.requests       // RecordedRequest[]: method, path, headers, parsed body, aborted/abortedAt
  *   fake.aborts         // { requestId, at } for every request the client abandoned before the end
- *   fake.behave(b)      // replace the default behaviour (FakeBehaviour below)
+ *   fake.behave(b)      // replace the default behaviour (FakeBehaviour below); { status: 429, retryAfter: 2 } adds Retry-After
  *   fake.behave(b, { model: "m" })  // behaviour only for requests whose body.model is "m"
+ *   fake.inFlight, fake.peakInFlight   // requests open now / the most open at once (since reset)
  *   fake.reset()        // forget requests, aborts and behaviours
  *   await fake.waitForAbort(requestId?, timeoutMs?)  // resolves with the abort record
  *   await fake.stop()   // close the server and every open connection
@@ -98,6 +99,8 @@ export interface FakeBehaviour {
   failWhen?: { lastMessageIncludes: string; status: number };
   /** answer every request 200 with this text (an HTML error page from a proxy, say), not the protocol */
   garbageBody?: string;
+  /** with `status`: send this Retry-After header (seconds) */
+  retryAfter?: number;
 }
 
 export interface RecordedRequest {
@@ -135,6 +138,9 @@ export interface FakeOpenAI {
   port: number;
   requests: RecordedRequest[];
   aborts: Array<{ requestId: number; at: number }>;
+  /** requests open right now, and the most open at once since start or reset() */
+  inFlight: number;
+  peakInFlight: number;
   behave(b: FakeBehaviour, opts?: { model?: string }): void;
   reset(): void;
   waitForAbort(requestId?: number, timeoutMs?: number): Promise<{ requestId: number; at: number }>;
@@ -182,6 +188,7 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
   let defaultBehaviour: FakeBehaviour = opts.behaviour ?? {};
   let perModel = new Map<string, FakeBehaviour>();
   let nextId = 1;
+  const load = { inFlight: 0, peakInFlight: 0 };
 
   function markAborted(rec: RecordedRequest) {
     if (rec.aborted || rec.completed) return;
@@ -202,8 +209,13 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
       body: undefined, receivedAt: performance.now(), aborted: false, completed: false,
     };
     requests.push(rec);
+    load.inFlight++;
+    load.peakInFlight = Math.max(load.peakInFlight, load.inFlight);
     // "close" before the response finished = the client went away (abort, timeout, reset)
-    res.on("close", () => { if (!res.writableFinished) markAborted(rec); });
+    res.on("close", () => {
+      load.inFlight--;
+      if (!res.writableFinished) markAborted(rec);
+    });
     const raw = await readBody(req);
     let badJson = false;
     let b: FakeBehaviour = {};
@@ -212,7 +224,8 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     const send = (status: number, json: unknown) => {
       if (res.destroyed) return;
       rec.completed = true;
-      res.writeHead(status, { "content-type": "application/json" }).end(rawUsage(JSON.stringify(json), b));
+      const extra: Record<string, string> = status >= 400 && b.retryAfter !== undefined ? { "retry-after": String(b.retryAfter) } : {};
+      res.writeHead(status, { "content-type": "application/json", ...extra }).end(rawUsage(JSON.stringify(json), b));
     };
     if (badJson) return send(400, errorBody("We could not parse the JSON body of your request.", "invalid_request_error"));
 
@@ -435,6 +448,12 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     port,
     requests,
     aborts,
+    get inFlight() {
+      return load.inFlight;
+    },
+    get peakInFlight() {
+      return load.peakInFlight;
+    },
     behave(b, o) {
       if (o?.model !== undefined) perModel.set(o.model, b);
       else defaultBehaviour = b;
@@ -442,6 +461,7 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     reset() {
       requests.length = 0;
       aborts.length = 0;
+      load.peakInFlight = load.inFlight;
       defaultBehaviour = {};
       perModel = new Map();
     },

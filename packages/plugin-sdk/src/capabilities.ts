@@ -5,6 +5,7 @@
  * "What the host checks"); a result that breaks these types is answered 502 and nothing is charged.
  */
 import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest } from "./openai-chat.ts";
+import type { DeploymentStatus } from "./router.ts";
 
 export type Capability = "chat" | "embeddings" | "video";
 export const CAPABILITIES: readonly Capability[] = ["chat", "embeddings", "video"];
@@ -26,6 +27,12 @@ export interface CallOptions {
    * (plugin, model, requestId, jobId, level, time, msg) is written as `plugin_<name>` instead
    */
   logger: PluginLogger;
+  /**
+   * For plugins that spread calls over several upstream deployments (routed-call.ts calls it):
+   * which deployment served the call and after how many attempts. The host puts both in the
+   * request's log line. Absent when the host does not ask.
+   */
+  routed?(info: { deployment: string; attempts: number }): void;
 }
 
 /* -------------------------------------------------------------------- chat */
@@ -189,4 +196,9 @@ export interface ModelInstance {
   unload?(): Promise<void> | void;
   /** called on shutdown */
   close?(): Promise<void> | void;
+  /**
+   * Optional: the upstream deployments this instance routes over, with their circuit state and
+   * counters (UpstreamRouter.status()), for GET /admin/upstreams and /metrics. Cheap; called per scrape.
+   */
+  upstreams?(): DeploymentStatus[];
 }

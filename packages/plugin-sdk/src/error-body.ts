@@ -48,7 +48,17 @@ export async function upstreamHttpError(res: Response, redact: (text: string) =>
   }
   const parsed = parseErrorBody(text);
   const message = parsed.message ?? (text.trim() && !/^\s*</.test(text) ? text.trim().slice(0, 500) : `upstream answered HTTP ${res.status}`);
-  return new PluginError("upstream_http", message.slice(0, 1000), { status: res.status, code: parsed.code, param: parsed.param });
+  const retryAfter = res.status === 429 || res.status === 503 ? retryAfterSeconds(res.headers.get("retry-after")) : undefined;
+  return new PluginError("upstream_http", message.slice(0, 1000), { status: res.status, code: parsed.code, param: parsed.param, retryAfterSeconds: retryAfter });
+}
+
+/** A Retry-After header (delay-seconds or an HTTP date) in whole seconds ≥ 1; undefined when absent or unreadable. */
+export function retryAfterSeconds(header: string | null): number | undefined {
+  if (!header) return undefined;
+  const text = header.trim();
+  const seconds = /^\d+(\.\d+)?$/.test(text) ? Number(text) : (Date.parse(text) - Date.now()) / 1000;
+  if (!Number.isFinite(seconds) || seconds <= 0) return undefined;
+  return Math.min(3600, Math.ceil(seconds));
 }
 
 /** The first `max` bytes of a body as text; the rest is never read. */

@@ -12,7 +12,8 @@ import { ErrorEnvelope, PageQuery } from "../../http/schemas.ts";
 import * as accounts from "../../accounts/accounts.ts";
 import * as keys from "../../accounts/api-keys.ts";
 import { listLedger } from "../../accounts/usage-and-ledger.ts";
-import { AccountView, AccountsQuery, AdjustmentBody, CreateAccountBody, CreateKeyBody, GrantBody, KeyView, LedgerPage, Limits, listOf } from "./model.ts";
+import { AccountView, AccountsQuery, AdjustmentBody, CreateAccountBody, CreateKeyBody, GrantBody, KeyView, LedgerPage, Limits, listOf, UpstreamsList } from "./model.ts";
+import { upstreamReport, type ModelUpstreams } from "../../registry/upstream-report.ts";
 
 const toLimits = (b: { requests_per_minute?: number | null; tokens_per_minute?: number | null; concurrent_video_jobs?: number | null }): keys.KeyLimits => {
   const out: keys.KeyLimits = {};
@@ -136,5 +137,27 @@ export const adminRoutes = (deps: AppDeps) => {
       const row = await keys.setKeyLimits(db, params.id, toLimits(body));
       deps.auth.evict(params.id);
       return keys.publicKey(row);
-    }, { body: t.Object(Limits, { examples: [{ requests_per_minute: 60, concurrent_video_jobs: 4 }] }), detail: { summary: "Set key rate limits", description: "Set a key's rate-limit overrides (null: account/default)", security }, response: keyReply });
+    }, { body: t.Object(Limits, { examples: [{ requests_per_minute: 60, concurrent_video_jobs: 4 }] }), detail: { summary: "Set key rate limits", description: "Set a key's rate-limit overrides (null: account/default)", security }, response: keyReply })
+    .get("/upstreams", () => ({ object: "list" as const, data: upstreamReport(deps.registry).map(viewUpstreams) }), {
+      detail: {
+        summary: "Upstream deployments and their health",
+        description:
+          "Every model served over upstream deployments (plugins openai-compatible and remote-gpu-video), each deployment with its circuit-breaker state, " +
+          "recent error rate, latency and requests in flight. Per instance: each reelay instance routes and judges its upstreams from its own traffic.",
+        security,
+      },
+      response: { 200: UpstreamsList, ...adminErrors },
+    });
 };
+
+/** A model's deployments in the API's snake_case. */
+function viewUpstreams(m: ModelUpstreams) {
+  return {
+    model: m.model,
+    plugin: m.plugin,
+    deployments: m.deployments.map((d) => ({
+      name: d.name, weight: d.weight, max_concurrent: d.maxConcurrent, state: d.state, in_flight: d.inFlight, requests: d.requests, successes: d.successes,
+      errors: d.errors, recent_error_rate: d.recentErrorRate, recent_requests: d.recentRequests, latency_ms: d.latencyMs, open_for_ms: d.openForMs, opened: d.opened,
+    })),
+  };
+}

@@ -132,3 +132,37 @@ export const LedgerPage = t.Object(
 
 export const listOf = <T extends ReturnType<typeof t.Object>>(item: T, example: unknown) =>
   t.Object({ object: t.Literal("list"), data: t.Array(item) }, { examples: [{ object: "list", data: [example] }] });
+
+/* --------------------------------------------------------------- upstreams */
+
+const deploymentExample = {
+  name: "vllm-a", weight: 3, max_concurrent: 64, state: "closed", in_flight: 2, requests: 1520, successes: 1511,
+  errors: { http_503: 6, connect: 3 }, recent_error_rate: 0, recent_requests: 240, latency_ms: 412.5, open_for_ms: 0, opened: 1,
+};
+
+export const DeploymentView = t.Object({
+  name: t.String(),
+  weight: t.Number({ description: "relative share of the traffic" }),
+  max_concurrent: t.Nullable(t.Integer({ description: "requests in flight at once on this instance (null: no bound)" })),
+  state: t.Union([t.Literal("closed"), t.Literal("open"), t.Literal("half_open")], { description: "circuit breaker: closed (serving), open (cooling down), half_open (one probe request allowed)" }),
+  in_flight: t.Integer({ description: "requests in flight now on this instance" }),
+  requests: t.Integer({ description: "attempts since start" }),
+  successes: t.Integer(),
+  errors: t.Record(t.String(), t.Integer(), { description: "failed attempts by kind: connect, timeout, http_<status>, stream_interrupted, malformed …" }),
+  recent_error_rate: t.Nullable(t.Number({ description: "failed share of the attempts in the breaker's window (null: none)" })),
+  recent_requests: t.Integer({ description: "attempts in the breaker's window" }),
+  latency_ms: t.Nullable(t.Number({ description: "moving average of successful attempts (a stream: to its first event)" })),
+  open_for_ms: t.Integer({ description: "open: ms until the half-open probe" }),
+  opened: t.Integer({ description: "times the circuit opened" }),
+});
+
+export const ModelUpstreams = t.Object({
+  model: t.String(),
+  plugin: t.String(),
+  deployments: t.Array(DeploymentView),
+});
+
+export const UpstreamsList = t.Object(
+  { object: t.Literal("list"), data: t.Array(ModelUpstreams) },
+  { examples: [{ object: "list", data: [{ model: "llama-3.1-8b", plugin: "openai-compatible", deployments: [deploymentExample] }] }] },
+);

@@ -12,7 +12,7 @@ import type { ApiError } from "../../errors.ts";
 import type { AppDeps } from "../../deps.ts";
 import type { ChatResult as PluginChatResult } from "../../plugin-sdk/index.ts";
 import { countTextTokens } from "../../text/tokens.ts";
-import { completionText, failChat, finishChat, prepareChat, type ChatCall, type PreparedChat } from "../chat/service.ts";
+import { completionText, failChat, finishChat, prepareChat, withFallbacks, type ChatCall, type PreparedChat } from "../chat/service.ts";
 
 /** What a request was charged for (credible counts; micro-dollars). */
 export interface BilledChat {
@@ -47,7 +47,8 @@ export async function completeViaChat(deps: AppDeps, calls: ChatCall[]): Promise
     prepared.forEach((p, i) => release(calls[i]!, p, e.status ?? 500, e.code ?? "not_started"));
     throw err;
   }
-  const settled = await Promise.allSettled(prepared.map((p, i) => p.chat.complete(p.forwarded, { signal: calls[i]!.signal, requestId: calls[i]!.requestId, allowed: p.allowed })));
+  const settled = await Promise.allSettled(prepared.map((p, i) =>
+    withFallbacks(deps, calls[i]!, p, (p) => p.chat.complete(p.forwarded, { signal: calls[i]!.signal, requestId: calls[i]!.requestId, allowed: p.allowed, routed: p.routed }))));
   if (settled.some((s) => s.status === "rejected")) {
     let first: ApiError | undefined;
     settled.forEach((s, i) => {

@@ -12,7 +12,7 @@
 import type { AppDeps } from "../../deps.ts";
 import type { ChatStreamEvent } from "../../plugin-sdk/index.ts";
 import { DeliveryCount } from "./delivery-count.ts";
-import { failChat, finishChat, prepareChat, type ChatCall, type PreparedChat } from "./service.ts";
+import { failChat, finishChat, prepareChat, withFallbacks, type ChatCall, type PreparedChat } from "./service.ts";
 import { clientErrorFrom, pluginErrorKind } from "../../http/plugin-errors.ts";
 
 const encoder = new TextEncoder();
@@ -30,8 +30,11 @@ export async function streamChat(deps: AppDeps, call: ChatCall): Promise<Respons
   let first: IteratorResult<ChatStreamEvent>;
   try {
     if (call.signal.aborted) onClientGone();
-    events = (await p.chat.stream(p.forwarded, { signal: upstream.signal, requestId: call.requestId }))[Symbol.asyncIterator]();
-    first = await events.next();
+    // the first event before the answer: a failure up to here reached the client as nothing, so a fallback model may serve
+    [events, first] = await withFallbacks(deps, call, p, async (p) => {
+      const it = (await p.chat.stream(p.forwarded, { signal: upstream.signal, requestId: call.requestId, routed: p.routed }))[Symbol.asyncIterator]();
+      return [it, await it.next()] as const;
+    });
   } catch (err) {
     call.signal.removeEventListener("abort", onClientGone);
     throw failChat(deps, call, p, err, call.signal.aborted);

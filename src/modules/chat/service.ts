@@ -5,9 +5,9 @@
 import type { Principal } from "../../auth/authenticate-key.ts";
 import { ABSURD_TOKENS, openCharge, priceOf, type Charge } from "../../billing/index.ts";
 import type { AppDeps } from "../../deps.ts";
-import { resolveModel } from "../../registry/resolve-model.ts";
+import { fallbackModels, resolveModel } from "../../registry/resolve-model.ts";
 import type { RequestFacts } from "../../ops/hooks.ts";
-import type { ChatCompletionRequest as PluginChatRequest, ChatResult } from "../../plugin-sdk/index.ts";
+import { readPluginError, type ChatCompletionRequest as PluginChatRequest, type ChatResult } from "../../plugin-sdk/index.ts";
 import type { HostChat } from "../../plugin-host/types.ts";
 import type { RegisteredModel } from "../../registry/model-registry.ts";
 import { countTextTokens, estimateChatRequestTokens } from "../../text/tokens.ts";
@@ -43,7 +43,16 @@ export interface ChatCall {
   route?: string;
 }
 
+/** One model that may serve the request: the requested one, then its fallbacks, each with its own limits. */
+export interface ChatCandidate {
+  model: RegisteredModel;
+  chat: HostChat;
+  forwarded: PluginChatRequest;
+  allowed: ChatAllowance;
+}
+
 export interface PreparedChat {
+  /** the model serving the request now (a fallback once the requested one failed) */
   model: RegisteredModel;
   chat: HostChat;
   /** the client's body with max tokens clamped; `model` stays reelay's id (the plugin sends its upstream's name) */
@@ -54,6 +63,12 @@ export interface PreparedChat {
   allowed: ChatAllowance;
   /** x-ratelimit-*-tokens headers from the token budget */
   headers: Record<string, string>;
+  /** the requested model first, then its fallbacks the key may use */
+  candidates: ChatCandidate[];
+  /** upstream attempts made for the request so far (over every candidate) */
+  attempts: number;
+  /** the HostCall's `routed`: notes the deployment and the attempts in the request's log line */
+  routed(info: { deployment: string; attempts: number }): void;
 }
 
 /**
@@ -100,22 +115,57 @@ export function estimatePrompt(body: Record<string, unknown>): number {
 
 export async function prepareChat(deps: AppDeps, call: ChatCall): Promise<PreparedChat> {
   const model = resolveModel(deps, call.principal, call.body.model, "chat");
-  const chat = model.instance.chat!;
+  const models = [model, ...fallbackModels(deps, call.principal, model, "chat")];
   await model.ready(call.signal);
   const promptEstimate = estimatePrompt(call.body);
-  const output = clampOutput(call.body, model, promptEstimate);
   const choices = call.body.n ?? 1;
   call.note({ model: model.id });
-  const headers = await deps.tokenBudget.consume(call.principal, promptEstimate + output.maxOutput * choices);
-  // an absurd `n` or max_tokens makes an absurd worst case: a 402, not an arithmetic error
-  const worstCase = Math.min(Number.MAX_SAFE_INTEGER, priceOf(model.pricing, { promptTokens: promptEstimate, completionTokens: output.maxOutput * choices }));
+  // the hold covers the dearest candidate: whichever serves, its exact price fits in it
+  let worst = { cost: -1, output: 0, model };
+  let maxOutput = 0;
+  const candidates = models.map((m): ChatCandidate => {
+    const output = clampOutput(call.body, m, promptEstimate);
+    maxOutput = Math.max(maxOutput, output.maxOutput);
+    // an absurd `n` or max_tokens makes an absurd worst case: a 402, not an arithmetic error
+    const cost = Math.min(Number.MAX_SAFE_INTEGER, priceOf(m.pricing, { promptTokens: promptEstimate, completionTokens: output.maxOutput * choices }));
+    if (cost > worst.cost || (cost === worst.cost && output.maxOutput > worst.output)) worst = { cost, output: output.maxOutput, model: m };
+    return { model: m, chat: m.instance.chat!, forwarded: output.forwarded as PluginChatRequest, allowed: chatAllowance(call.body, m, promptEstimate, output, choices) };
+  });
+  const headers = await deps.tokenBudget.consume(call.principal, promptEstimate + maxOutput * choices);
+  const dearest = worst.model === model ? "" : ` (at the prices of fallback ${worst.model.id})`;
   const charge = await openCharge(deps, {
     accountId: call.principal.accountId, keyId: call.principal.keyId, ref: call.requestId, kind: "chat", route: call.route ?? "/v1/chat/completions",
-    model: model.id, plugin: model.plugin, pricing: model.pricing, worstCase, startedAt: call.startedAt,
-    reason: `chat ${model.id}: hold for ${promptEstimate} prompt + ${output.maxOutput * choices} output tokens`,
+    model: model.id, plugin: model.plugin, pricing: model.pricing, worstCase: worst.cost, startedAt: call.startedAt,
+    reason: `chat ${model.id}: hold for ${promptEstimate} prompt + ${worst.output * choices} output tokens${dearest}`,
   });
-  const allowed = chatAllowance(call.body, model, promptEstimate, output, choices);
-  return { model, chat, forwarded: output.forwarded as PluginChatRequest, promptEstimate, charge, allowed, headers };
+  const first = candidates[0]!;
+  const p: PreparedChat = {
+    model, chat: first.chat, forwarded: first.forwarded, promptEstimate, charge, allowed: first.allowed, headers, candidates, attempts: 0,
+    routed: (info) => call.note({ deployment: info.deployment, attempts: (p.attempts += info.attempts) }),
+  };
+  return p;
+}
+
+/**
+ * Run `attempt` on the requested model, then on each fallback while the failure is one another
+ * model may fix (retryable: unreachable, timed out, 429 / 5xx, no deployment available) and nothing
+ * has reached the client. The model that serves is priced at settlement (Charge.servedBy).
+ */
+export async function withFallbacks<R>(deps: AppDeps, call: ChatCall, p: PreparedChat, attempt: (p: PreparedChat) => Promise<R>): Promise<R> {
+  for (let i = 1; ; i++) {
+    try {
+      return await attempt(p);
+    } catch (err) {
+      const next = p.candidates[i];
+      if (next === undefined || call.signal.aborted || readPluginError(err)?.retryable !== true) throw err;
+      deps.telemetry.upstream({ plugin: p.model.plugin, model: p.model.id, ms: performance.now() - call.startedAt, outcome: "error", errorKind: pluginErrorKind(err) });
+      deps.logger.info({ requestId: call.requestId, model: p.model.id, fallback: next.model.id, kind: readPluginError(err)?.kind }, "chat: model failed before any output, trying its fallback");
+      await next.model.ready(call.signal);
+      Object.assign(p, { model: next.model, chat: next.chat, forwarded: next.forwarded, allowed: next.allowed });
+      p.charge.servedBy(next.model);
+      call.note({ model: next.model.id, requestedModel: p.candidates[0]!.model.id });
+    }
+  }
 }
 
 /** Close the request (money + usage row, queued), report it, and return what was charged. */
@@ -142,7 +192,7 @@ export async function completeChat(deps: AppDeps, call: ChatCall): Promise<Respo
   const p = await prepareChat(deps, call);
   let result: ChatResult;
   try {
-    result = await p.chat.complete(p.forwarded, { signal: call.signal, requestId: call.requestId, allowed: p.allowed });
+    result = await withFallbacks(deps, call, p, (p) => p.chat.complete(p.forwarded, { signal: call.signal, requestId: call.requestId, allowed: p.allowed, routed: p.routed }));
   } catch (err) {
     throw failChat(deps, call, p, err, call.signal.aborted);
   }

@@ -13,7 +13,7 @@ export const embeddingsRoutes = (deps: AppDeps) =>
       "/embeddings",
       async ({ principal, body, request, set }) => {
         deps.requestLog.note(request, { model: body.model });
-        const out = await createEmbeddings(deps, principal, body, { ref: String(set.headers["x-request-id"]), signal: request.signal });
+        const out = await createEmbeddings(deps, principal, body, { ref: String(set.headers["x-request-id"]), signal: request.signal, note: (facts) => deps.requestLog.note(request, facts) });
         deps.requestLog.note(request, { promptTokens: out.promptTokens, cost: out.cost });
         Object.assign(set.headers, out.headers);
         return out.body;
@@ -27,6 +27,6 @@ export const embeddingsRoutes = (deps: AppDeps) =>
             "Limits (OpenAI's, in tokens): 2,048 inputs, 8,192 tokens per input, 300,000 tokens per request; a model may set lower ones (400 `input_too_long` / `too_many_inputs` beyond them).",
           security: [{ bearer: [] }],
         },
-        response: { 200: EmbeddingsResponse, 400: ErrorEnvelope, 402: ErrorEnvelope, 404: ErrorEnvelope, 502: ErrorEnvelope, 504: ErrorEnvelope, ...authErrors },
+        response: { 200: EmbeddingsResponse, 400: ErrorEnvelope, 402: ErrorEnvelope, 404: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope, 504: ErrorEnvelope, ...authErrors },
       },
     );

@@ -7,8 +7,9 @@ import { credibleCount, openCharge, priceOf, type Charge } from "../../billing/i
 import type { AppDeps } from "../../deps.ts";
 import { ApiError, badRequest } from "../../errors.ts";
 import { clientErrorFrom, pluginErrorKind } from "../../http/plugin-errors.ts";
-import { resolveModel } from "../../registry/resolve-model.ts";
-import { isPluginError, type EmbeddingsResult } from "../../plugin-sdk/index.ts";
+import { fallbackModels, resolveModel } from "../../registry/resolve-model.ts";
+import { isPluginError, readPluginError, type EmbeddingsResult } from "../../plugin-sdk/index.ts";
+import type { RequestFacts } from "../../ops/hooks.ts";
 import type { RegisteredModel } from "../../registry/model-registry.ts";
 import { encodeEmbedding, type EncodingFormat } from "./encode.ts";
 import { countInputTokens, limitsFor, normalizeInput } from "./inputs.ts";
@@ -33,10 +34,10 @@ export async function createEmbeddings(
   deps: AppDeps,
   principal: Principal,
   body: EmbeddingsBody,
-  opts: { ref: string; signal: AbortSignal },
+  opts: { ref: string; signal: AbortSignal; note?: (facts: RequestFacts) => void },
 ): Promise<EmbeddingsOutcome> {
-  const model = resolveModel(deps, principal, body.model, "embeddings");
-  const cap = model.instance.embeddings!;
+  let model = resolveModel(deps, principal, body.model, "embeddings");
+  let cap = model.instance.embeddings!;
   if (body.dimensions !== undefined && !cap.supportsDimensions) {
     throw badRequest(`The model '${model.id}' does not support 'dimensions'; its vectors have a fixed size.`, "dimensions", "unsupported_parameter");
   }
@@ -52,18 +53,34 @@ export async function createEmbeddings(
   const estimate = (await countInputTokens(cap, input, limits)).reduce((n, c) => n + c, 0);
   const headers = await deps.tokenBudget.consume(principal, estimate);
   const started = performance.now();
+  // fallbacks that can take this request as sent; the hold covers the dearest of them
+  const fallbacks = fallbackModels(deps, principal, model, "embeddings").filter((m) => body.dimensions === undefined || m.instance.embeddings!.supportsDimensions);
+  const worstCase = Math.max(...[model, ...fallbacks].map((m) => priceOf(m.pricing, { promptTokens: estimate })));
   const charge = await openCharge(deps, {
     accountId: principal.accountId, keyId: principal.keyId, ref: opts.ref, kind: "embeddings", route: "/v1/embeddings", model: model.id, plugin: model.plugin,
-    pricing: model.pricing, worstCase: priceOf(model.pricing, { promptTokens: estimate }), reason: `embeddings ${model.id}: hold for ${estimate} tokens`, startedAt: started,
+    pricing: model.pricing, worstCase, reason: `embeddings ${model.id}: hold for ${estimate} tokens`, startedAt: started,
   });
 
   let result: EmbeddingsResult;
-  try {
-    const inputs = input.kind === "text" ? input.texts : [];
-    const allowed = { prompt: PROMPT_SLACK_FACTOR * estimate + PROMPT_SLACK_TOKENS };
-    result = await cap.embed({ body, inputs }, { signal: opts.signal, requestId: opts.ref, allowed });
-  } catch (err) {
-    throw failure(deps, model, err, opts.signal, started, charge);
+  let attempts = 0;
+  const routed = (info: { deployment: string; attempts: number }) => opts.note?.({ deployment: info.deployment, attempts: (attempts += info.attempts) });
+  for (let i = 0; ; i++) {
+    try {
+      const inputs = input.kind === "text" ? input.texts : [];
+      const allowed = { prompt: PROMPT_SLACK_FACTOR * estimate + PROMPT_SLACK_TOKENS };
+      result = await cap.embed({ body, inputs }, { signal: opts.signal, requestId: opts.ref, allowed, routed });
+      break;
+    } catch (err) {
+      const next = fallbacks[i];
+      if (next === undefined || opts.signal.aborted || readPluginError(err)?.retryable !== true) throw failure(deps, model, err, opts.signal, started, charge);
+      // the requested model failed before any output: its fallback serves, priced as itself
+      deps.telemetry.upstream({ plugin: model.plugin, model: model.id, ms: performance.now() - started, outcome: "error", errorKind: pluginErrorKind(err) });
+      await next.ready(opts.signal);
+      model = next;
+      cap = next.instance.embeddings!;
+      charge.servedBy(next);
+      opts.note?.({ model: next.id, requestedModel: body.model });
+    }
   }
   deps.telemetry.upstream({ plugin: model.plugin, model: model.id, ms: performance.now() - started, outcome: "ok" });
 
