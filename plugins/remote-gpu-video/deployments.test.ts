@@ -31,6 +31,7 @@ beforeAll(async () => {
   const file = join(mkdtempSync(join(tmpdir(), "reelay-gpu-deps-")), "models.json");
   writeFileSync(file, JSON.stringify({ builtins: false, models: [
     { id: "wan-pair", plugin: "remote-gpu-video", options: options([{ name: "first", baseUrl: first.url }, { name: "second", baseUrl: second.url }]), pricing: { perSecond: PRICE } },
+    { id: "wan-typo", plugin: "remote-gpu-video", options: options([{ name: "typo", baseUrl: first.url, weight: 100 }, { name: "second", baseUrl: second.url }]), pricing: { perSecond: PRICE } },
     { id: "wan-refused", plugin: "remote-gpu-video", options: options([{ name: "gone", baseUrl: goneUrl, weight: 100 }, { name: "second", baseUrl: second.url }]), pricing: { perSecond: PRICE } },
   ] }));
   s = await startTestServer({ REELAY_MODELS_FILE: file, REELAY_SCHEDULER_POLL_MS: "50", REELAY_SCHEDULER_LEASE_MS: "2000" });
@@ -67,6 +68,18 @@ describe("several GPU workers", () => {
     expect([first.count("run"), second.count("run")]).toEqual([1, 1]);
     expect(first.calls.filter((c) => c.kind === "status")).toEqual([]); // polled only where it runs
     expect(second.calls.filter((c) => c.kind === "status").length).toBeGreaterThan(0);
+    await s.deps.billing.sync();
+    expect(before - (await balance())).toBe(2 * PRICE);
+  });
+
+  test("a worker with no /run at its URL (404, a typo) at submit: the job runs on the other worker", async () => {
+    first.reset();
+    second.reset();
+    first.failNext("run", 1, 404);
+    const before = await balance();
+    const job = await runJob("wan-typo");
+    expect(job.status).toBe("completed");
+    expect([first.count("run"), second.count("run")]).toEqual([1, 1]); // "typo" (weight 100) refused, "second" ran it
     await s.deps.billing.sync();
     expect(before - (await balance())).toBe(2 * PRICE);
   });

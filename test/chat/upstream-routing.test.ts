@@ -46,6 +46,7 @@ beforeAll(async () => {
       model("breaker", { deployments: [dep("a", a), dep("b", b)], routing: { breaker: FAST_BREAKER } }),
       model("limited", { deployments: [dep("a", a), dep("b", b)], routing: { breaker: FAST_BREAKER } }),
       model("refused", { deployments: [dep("gone", goneUrl), dep("c", c)], capabilities: ["chat", "embeddings"] }),
+      model("keyfault", { deployments: [dep("a", a, { weight: 1000 }), dep("b", b)] }),
       model("dies", { deployments: [dep("a", a), dep("b", b)] }),
       model("bounded", { deployments: [dep("a", a, { maxConcurrent: 3 }), dep("b", b, { maxConcurrent: 2 })] }),
       model("primary", { deployments: [dep("a", a), dep("b", b)], routing: { breaker: FAST_BREAKER } }, { fallbacks: ["backup"] }),
@@ -124,6 +125,28 @@ describe("routing", () => {
     expect(toA.slice(1).every((ms) => ms >= 1_950)).toBe(true);
     expect(toA.length).toBeGreaterThan(1); // after the 2 s it serves again
     expect((await upstreams("limited")).a.errors).toEqual({ http_429: 1 });
+  });
+
+  test("a deployment whose own key or URL is refused (401, 404) → another serves; when every one refuses, the client gets the single-deployment answer (502) and pays nothing", async () => {
+    const sentTo = (fake: FakeOpenAI) => sent(fake, "keyfault").length;
+    const [a0, b0] = [sentTo(a), sentTo(b)];
+    a.behave({ status: 401, errorMessage: "Incorrect API key provided" }, { model: "keyfault-up" });
+    const r1 = await ask("keyfault");
+    expect(r1.choices[0]!.message.content!.length).toBeGreaterThan(0);
+    expect([sentTo(a) - a0, sentTo(b) - b0]).toEqual([1, 1]); // a (weight 1000) first, then b
+    a.behave({ status: 404 }, { model: "keyfault-up" });
+    const r2 = await ask("keyfault");
+    expect(r2.choices[0]!.message.content!.length).toBeGreaterThan(0);
+    expect((await upstreams("keyfault")).a.errors).toMatchObject({ http_401: 1, http_404: 1 });
+    const before = await balance();
+    b.behave({ status: 401 }, { model: "keyfault-up" });
+    const err = await ask("keyfault").catch((e) => e);
+    expect(err.status).toBe(502);
+    expect(JSON.stringify(err.error)).not.toContain("Incorrect API key"); // the upstream's words about its key stay with the operator
+    await s.deps.billing.sync();
+    expect(await balance()).toBe(before);
+    a.behave({}, { model: "keyfault-up" });
+    b.behave({}, { model: "keyfault-up" });
   });
 
   test("connection refused → retried on another deployment; the client sees one clean answer", async () => {

@@ -4,7 +4,9 @@
  * (`maxAttempts`, `deadlineMs` since the first attempt).
  *
  * Safe to repeat: what the upstream surely did not answer: a refused or reset connection, a
- * timeout before the headers, 429 and 5xx (PluginError `retryable`). Never once an attempt has
+ * timeout before the headers, 429 and 5xx (PluginError `retryable`), and what one deployment's own
+ * setup refused — 401/403 (its key) and 404/405 (its URL or model name) — which another deployment
+ * may serve (when none does, the client gets that error as with one deployment). Never once an attempt has
  * succeeded (for a stream: once its first event is in hand), so nothing the client was sent is
  * ever sent twice. A client 4xx is answered as it is, and does not count against the deployment.
  *
@@ -65,6 +67,11 @@ export function outcomeOf(err: PluginError, ms: number): AttemptOutcome {
   return { ok: false, kind: err.kind, ms, countsAgainst: err.kind !== "invalid_request" };
 }
 
+/** Refused by one deployment's configuration (key, URL, model name), not by the request. */
+function deploymentFault(err: PluginError): boolean {
+  return err.kind === "upstream_http" && [401, 403, 404, 405].includes(err.status ?? 0);
+}
+
 export interface RoutedResult<R, T> {
   value: R;
   lease: Lease<T>;
@@ -95,7 +102,7 @@ export async function routedCall<T, R>(
     } catch (err) {
       lease.end(err, call.signal);
       last = err;
-      if (call.signal.aborted || !isPluginError(err) || !err.retryable) {
+      if (call.signal.aborted || !isPluginError(err) || !(err.retryable || deploymentFault(err))) {
         call.routed?.({ deployment: d.name, attempts: n });
         throw err;
       }
