@@ -1,5 +1,5 @@
 /** Per-model options of the openai-compatible plugin, as a schema the host validates at boot. */
-import { DEFAULT_BREAKER, DEFAULT_RETRY, DEFAULT_UPSTREAM_TIMEOUTS, Type, type Static } from "@reelay/plugin-sdk";
+import { DEFAULT_UPSTREAM_TIMEOUTS, RoutingOptions, Type, type Static } from "@reelay/plugin-sdk";
 
 const ms = (description: string, fallback: number) => Type.Integer({ minimum: 1, maximum: 86_400_000, default: fallback, description });
 
@@ -48,23 +48,6 @@ export const Deployment = Type.Object({
   maxConcurrent: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
 }, { additionalProperties: false });
 
-/**
- * Retries over deployments and the per-deployment circuit breaker (SDK router.ts, routed-call.ts).
- * Defaults: 3 attempts within 30 s; the circuit opens after 5 failures in a row or an error rate
- * of 50 % over ≥ 20 calls in 10 s, for 5 s (an upstream Retry-After on 429 / 503: that long).
- */
-export const Routing = Type.Object({
-  maxAttempts: Type.Integer({ minimum: 1, maximum: 10, default: DEFAULT_RETRY.maxAttempts }),
-  deadlineMs: Type.Integer({ minimum: 1, maximum: 3_600_000, default: DEFAULT_RETRY.deadlineMs }),
-  breaker: Type.Object({
-    consecutiveFailures: Type.Integer({ minimum: 1, maximum: 1000, default: DEFAULT_BREAKER.consecutiveFailures }),
-    errorRate: Type.Number({ exclusiveMinimum: 0, maximum: 1, default: DEFAULT_BREAKER.errorRate }),
-    minRequests: Type.Integer({ minimum: 1, maximum: 1_000_000, default: DEFAULT_BREAKER.minRequests }),
-    windowMs: Type.Integer({ minimum: 100, maximum: 3_600_000, default: DEFAULT_BREAKER.windowMs }),
-    cooldownMs: Type.Integer({ minimum: 1, maximum: 3_600_000, default: DEFAULT_BREAKER.cooldownMs }),
-  }, { additionalProperties: false, default: {} }),
-}, { additionalProperties: false, default: {} });
-
 export const OpenAICompatibleOptions = Type.Object({
   /** one upstream: includes the /v1 part, like the OpenAI SDK's baseURL (or `deployments` for several) */
   baseUrl: Type.Optional(BaseUrl),
@@ -72,7 +55,8 @@ export const OpenAICompatibleOptions = Type.Object({
   apiKeyEnv: Type.Optional(KeyEnv),
   /** several upstreams serving this model, instead of `baseUrl` / `apiKeyEnv` */
   deployments: Type.Optional(Type.Array(Deployment, { minItems: 1, maxItems: 64 })),
-  routing: Routing,
+  /** retries over deployments and their circuit breakers (the SDK's RoutingOptions) */
+  routing: RoutingOptions,
   /** the model name the upstream knows; default: the model's id */
   upstreamModel: Type.Optional(Type.String({ minLength: 1 })),
   timeouts: Timeouts,

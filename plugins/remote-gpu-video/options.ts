@@ -1,5 +1,5 @@
 /** Per-model options of remote-gpu-video: a schema the host validates at boot, plus the input mapping's own rules. */
-import { DEFAULT_BREAKER, DEFAULT_RETRY, Type, type Static } from "@reelay/plugin-sdk";
+import { RoutingOptions, Type, type Static } from "@reelay/plugin-sdk";
 import { problemsWithMapping, type InputMapping } from "./input-mapping.ts";
 
 /**
@@ -38,18 +38,8 @@ export const RemoteGpuOptions = Type.Object({
   apiKeyEnv: Type.Optional(KeyEnv),
   /** several workers serving this model, instead of `baseUrl` / `apiKeyEnv`: a job goes to one and is polled there */
   deployments: Type.Optional(Type.Array(WorkerDeployment, { minItems: 1, maxItems: 64 })),
-  /** submits over deployments: attempts per submit, and each worker's circuit breaker (defaults as openai-compatible's) */
-  routing: Type.Object({
-    maxAttempts: Type.Integer({ minimum: 1, maximum: 10, default: DEFAULT_RETRY.maxAttempts }),
-    deadlineMs: Type.Integer({ minimum: 1, maximum: 3_600_000, default: DEFAULT_RETRY.deadlineMs }),
-    breaker: Type.Object({
-      consecutiveFailures: Type.Integer({ minimum: 1, maximum: 1000, default: DEFAULT_BREAKER.consecutiveFailures }),
-      errorRate: Type.Number({ exclusiveMinimum: 0, maximum: 1, default: DEFAULT_BREAKER.errorRate }),
-      minRequests: Type.Integer({ minimum: 1, maximum: 1_000_000, default: DEFAULT_BREAKER.minRequests }),
-      windowMs: Type.Integer({ minimum: 100, maximum: 3_600_000, default: DEFAULT_BREAKER.windowMs }),
-      cooldownMs: Type.Integer({ minimum: 1, maximum: 3_600_000, default: DEFAULT_BREAKER.cooldownMs }),
-    }, { additionalProperties: false, default: {} }),
-  }, { additionalProperties: false, default: {} }),
+  /** submits over deployments: attempts per submit, and each worker's circuit breaker (the SDK's RoutingOptions) */
+  routing: RoutingOptions,
   /** reelay's request fields → the worker's input fields (input-mapping.ts) */
   inputMapping: Type.Record(Type.String(), Type.Union([Type.String(), Type.Null()]), { default: {} }),
   /** constant fields merged into `input` (mapped fields win on a clash) */

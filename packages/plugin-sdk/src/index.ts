@@ -27,4 +27,5 @@ export { workerUrl } from "./worker-url.ts";
 export { checkOptions, type OptionProblem } from "./option-check.ts";
 export { UpstreamRouter, Deployment, DEFAULT_BREAKER, type DeploymentSpec, type BreakerPolicy, type CircuitState, type AttemptOutcome, type DeploymentStatus } from "./router.ts";
 export { routedCall, outcomeOf, Lease, DEFAULT_RETRY, type RetryBudget, type RoutedResult } from "./routed-call.ts";
+export { RoutingOptions } from "./routing-options.ts";
 export { retryAfterSeconds } from "./error-body.ts";
