@@ -40,6 +40,8 @@ test("each kind gets the status the table gives it, whichever copy of the SDK ma
       [new Make("upstream_http", "bad", { status: 400, code: "bad_input", param: "input" }), { status: 400, type: "invalid_request_error", code: "bad_input", param: "input", retryAfter: null }],
       [new Make("upstream_http", "no such model", { status: 404 }), { status: 404, type: "not_found_error", code: null, param: null, retryAfter: null }],
       [new Make("upstream_http", "slow down", { status: 429 }), { status: 429, type: "rate_limit_error", code: null, param: null, retryAfter: null }],
+      [new Make("upstream_http", "slow down", { status: 429, retryAfterSeconds: 7 }), { status: 429, type: "rate_limit_error", code: null, param: null, retryAfter: "7" }],
+      [new Make("upstream_http", "slow down", { status: 429, retryAfterSeconds: 86_400 }), { status: 429, type: "rate_limit_error", code: null, param: null, retryAfter: "3600" }],
       [new Make("upstream_http", "key refused", { status: 401 }), { status: 502, type: "upstream_error", code: "upstream_auth_failed", param: null, retryAfter: null }],
       [new Make("upstream_http", "forbidden", { status: 403 }), { status: 502, type: "upstream_error", code: "upstream_auth_failed", param: null, retryAfter: null }],
       [new Make("upstream_http", "boom", { status: 500 }), { status: 502, type: "upstream_error", code: "upstream_error", param: null, retryAfter: null }],

@@ -46,6 +46,7 @@ beforeAll(async () => {
       model("breaker", { deployments: [dep("a", a), dep("b", b)], routing: { breaker: FAST_BREAKER } }),
       model("limited", { deployments: [dep("a", a), dep("b", b)], routing: { breaker: FAST_BREAKER } }),
       model("refused", { deployments: [dep("gone", goneUrl), dep("c", c)], capabilities: ["chat", "embeddings"] }),
+      model("single-limited", { baseUrl: c.url }),
       model("keyfault", { deployments: [dep("a", a, { weight: 1000 }), dep("b", b)] }),
       model("dies", { deployments: [dep("a", a), dep("b", b)] }),
       model("bounded", { deployments: [dep("a", a, { maxConcurrent: 3 }), dep("b", b, { maxConcurrent: 2 })] }),
@@ -147,6 +148,17 @@ describe("routing", () => {
     expect(await balance()).toBe(before);
     a.behave({}, { model: "keyfault-up" });
     b.behave({}, { model: "keyfault-up" });
+  });
+
+  test("an upstream 429 the client gets (one deployment, nowhere else to go) carries the upstream's Retry-After; nothing is charged", async () => {
+    c.behave({ status: 429, retryAfter: 7, errorMessage: "slow down" }, { model: "single-limited-up" });
+    const before = await balance();
+    const res = await fetch(`${s.url}/v1/chat/completions`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify({ model: "single-limited", messages: [{ role: "user", content: "hi" }], max_tokens: 4 }) });
+    expect([res.status, res.headers.get("retry-after")]).toEqual([429, "7"]);
+    expect(((await res.json()) as any).error).toMatchObject({ type: "rate_limit_error", message: "slow down" });
+    await s.deps.billing.sync();
+    expect(await balance()).toBe(before);
+    c.behave({}, { model: "single-limited-up" });
   });
 
   test("connection refused → retried on another deployment; the client sees one clean answer", async () => {

@@ -42,6 +42,9 @@ export interface ClientFailure {
   branded: boolean;
 }
 
+/** an upstream's Retry-After passed to a client is capped: a broken upstream must not park clients for days */
+const MAX_RETRY_AFTER_S = 3600;
+
 const TYPE_BY_STATUS: Record<number, ClientErrorType> = { 404: "not_found_error", 409: "conflict_error", 429: "rate_limit_error" };
 
 /** The answer for anything a plugin threw. */
@@ -64,6 +67,10 @@ function byKind(e: PluginErrorFields): Omit<ClientFailure, "retryable" | "brande
       if (status === 401 || status === 403) {
         // the client's key was already accepted: it is reelay's credential for the upstream that was refused
         return { ...base, status: 502, type: "upstream_error", code: "upstream_auth_failed", message: `The model's upstream refused reelay's credentials (HTTP ${status}: ${e.message}). This is a server configuration problem, not a problem with your API key; contact the operator.` };
+      }
+      if (status === 429 && e.retryAfterSeconds) {
+        // the upstream's own Retry-After, so a client's SDK waits as long as the upstream asked (at most an hour)
+        return { ...base, status, type: "rate_limit_error", code: e.code ?? null, param: e.param, retryAfterSeconds: Math.min(e.retryAfterSeconds, MAX_RETRY_AFTER_S) };
       }
       if (status >= 400 && status < 500) return { ...base, status, type: TYPE_BY_STATUS[status] ?? "invalid_request_error", code: e.code ?? null, param: e.param };
       return { ...base, status: 502, type: "upstream_error", code: "upstream_error", message: `The model's upstream failed (HTTP ${status}): ${e.message}` };
