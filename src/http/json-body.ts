@@ -10,6 +10,7 @@
  */
 import { Elysia } from "elysia";
 import { badRequest, quoted, tooLarge } from "../errors.ts";
+import { readBodyCapped } from "../plugin-sdk/index.ts";
 
 /**
  * 64 levels: OpenAI tool and response-format JSON Schemas nest ~10 deep in practice. Unbounded
@@ -53,33 +54,9 @@ function isJsonType(contentType: string): boolean {
 async function readBody(request: Request, maxBytes: number): Promise<Uint8Array> {
   const declared = Number(request.headers.get("content-length"));
   if (declared > 0 && declared <= maxBytes) return new Uint8Array(await request.arrayBuffer());
-  return readCapped(request.body!, maxBytes);
+  return readBodyCapped(request, maxBytes, () => tooLarge(`Request body exceeds the limit of ${maxBytes} bytes.`));
 }
 
-/** The body's bytes, stopping (and cancelling the upload) as soon as they exceed `maxBytes`. */
-export async function readCapped(body: ReadableStream<Uint8Array>, maxBytes: number): Promise<Uint8Array> {
-  const reader = body.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > maxBytes) {
-      reader.cancel().catch(() => {});
-      throw tooLarge(`Request body exceeds the limit of ${maxBytes} bytes.`);
-    }
-    chunks.push(value);
-  }
-  if (chunks.length === 1) return chunks[0]!;
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.byteLength;
-  }
-  return out;
-}
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 

@@ -78,10 +78,11 @@ function originOf(url: string): string {
 }
 
 /**
- * A response body, read as it streams, stopping at `maxBytes`: past it the read is cancelled and
- * `tooLarge()` is thrown, so an oversized answer never sits in memory whole.
+ * A body (a fetch Response's, or an incoming Request's), read as it streams, stopping at
+ * `maxBytes`: past it the read is cancelled and `tooLarge()` is thrown, so an oversized body never
+ * sits in memory whole.
  */
-export async function readBodyCapped(res: Response, maxBytes: number, tooLarge: () => Error): Promise<Uint8Array> {
+export async function readBodyCapped(res: { body: ReadableStream<Uint8Array> | null }, maxBytes: number, tooLarge: () => Error): Promise<Uint8Array> {
   if (!res.body) return new Uint8Array(0);
   const reader = res.body.getReader();
   const chunks: Uint8Array[] = [];
@@ -91,11 +92,12 @@ export async function readBodyCapped(res: Response, maxBytes: number, tooLarge: 
     if (done) break;
     total += value.byteLength;
     if (total > maxBytes) {
-      await reader.cancel();
+      reader.cancel().catch(() => {}); // not awaited: a sender that stalls must not hold the answer
       throw tooLarge();
     }
     chunks.push(value);
   }
+  if (chunks.length === 1) return chunks[0]!;
   const bytes = new Uint8Array(total);
   let offset = 0;
   for (const chunk of chunks) {
