@@ -19,12 +19,9 @@ import { join } from "node:path";
 import { loadVocabularySync } from "../plugins/local-embeddings/vocabulary.ts";
 import { SentencePieceTokenizer } from "../plugins/local-embeddings/tokenizer.ts";
 import { InferencePool } from "../plugins/local-embeddings/worker-pool.ts";
+import { arg } from "./lib/binaries.ts";
 import { ADMIN_TOKEN, compiledBinary, createTestDatabase, dropDatabase, freePort } from "../test/support/harness.ts";
 
-const arg = (name: string, def: string) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i === -1 ? def : process.argv[i + 1]!;
-};
 const seconds = Number(arg("seconds", "8"));
 const windowMs = Number(arg("window", "3"));
 const maxBatchSize = Number(arg("batch", "32"));

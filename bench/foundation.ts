@@ -12,29 +12,19 @@
  * authenticated GET /v1/models at 32 connections with wrk next to the bare server, and the
  * embeddings table.
  */
-import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { encode as encodePng } from "fast-png";
-import { compiledBinary, freePort } from "../test/support/harness.ts";
+import { freePort } from "../test/support/harness.ts";
+import { arg, prepareBinaries } from "./lib/binaries.ts";
 import { haveWrk, median, table, wrk } from "./lib/wrk.ts";
 
-const arg = (name: string, def: string) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i === -1 ? def : process.argv[i + 1]!;
-};
 const RUNS = Number(arg("runs", "5"));
 const ADMIN = "bench-admin-token-0123456789";
 const root = new URL("..", import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), "reelay-bench-"));
-const reelay = join(dir, "reelay");
-copyFileSync(compiledBinary(), reelay);
-Bun.spawnSync(["chmod", "+x", reelay]);
-
-// the bare server: compiled the same way (bytecode), answering /healthz and /readyz
-writeFileSync(join(dir, "bare.ts"), `Bun.serve({ hostname: "127.0.0.1", port: Number(process.env.PORT), fetch: () => Response.json({ status: "ok" }) });`);
-const built = Bun.spawnSync([process.execPath, "build", "--compile", "--bytecode", "--format=esm", join(dir, "bare.ts"), "--outfile", join(dir, "bare")], { stdout: "ignore", stderr: "pipe" });
-if (built.exitCode !== 0) throw new Error("could not compile the bare server: " + built.stderr.toString());
+const { reelay, bare } = prepareBinaries(dir);
 
 const rssMb = (pid: number, field: "VmRSS" | "VmHWM" = "VmRSS") => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024;
 
@@ -76,7 +66,7 @@ for (let i = 0; i < RUNS; i++) {
   await Bun.sleep(3000);
   idle.push(rssMb(e.proc.pid));
   await stop(e);
-  const b = await start([join(dir, "bare")], {});
+  const b = await start([bare], {});
   cold.bare.push(b);
   await Bun.sleep(3000);
   bareIdle.push(rssMb(b.proc.pid));
@@ -119,12 +109,12 @@ const peak = rssMb(s.proc.pid, "VmHWM");
 
 let models: { r: Awaited<ReturnType<typeof wrk>>; b: Awaited<ReturnType<typeof wrk>> } | null = null;
 if (!process.argv.includes("--skip-wrk") && haveWrk()) {
-  const bare = await start([join(dir, "bare")], {});
+  const bareServer = await start([bare], {});
   await wrk(base + "/v1/models", { connections: 32, seconds: 1, headers: { authorization: `Bearer ${key}` } });
   const r = await wrk(base + "/v1/models", { connections: 32, seconds: 5, headers: { authorization: `Bearer ${key}` } });
-  const b = await wrk(`http://127.0.0.1:${bare.port}/`, { connections: 32, seconds: 5 });
+  const b = await wrk(`http://127.0.0.1:${bareServer.port}/`, { connections: 32, seconds: 5 });
   models = { r, b };
-  await stop(bare);
+  await stop(bareServer);
 }
 await stop(s);
 rmSync(dir, { recursive: true, force: true });

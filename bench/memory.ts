@@ -14,30 +14,22 @@
  * 128 MB) and a redis-server of its own, idle and after two reelay instances served 2,000 requests
  * over 200 accounts (pools open, rate-limit leases in Redis): their total RSS and PSS.
  */
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { encode as encodePng } from "fast-png";
 import Redis from "ioredis";
-import { compiledBinary, freePort } from "../test/support/harness.ts";
+import { freePort } from "../test/support/harness.ts";
 import { startThrowawayPostgres } from "../test/support/throwaway-postgres.ts";
 import { startThrowawayRedis } from "../test/support/throwaway-redis.ts";
+import { arg, prepareBinaries } from "./lib/binaries.ts";
 import { median, table } from "./lib/wrk.ts";
 
-const arg = (name: string, def: string) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i === -1 ? def : process.argv[i + 1]!;
-};
 const RUNS = Number(arg("runs", "3"));
 const SETTLE_MS = 3000;
 const ADMIN = "bench-admin-token-0123456789";
 const dir = mkdtempSync(join(tmpdir(), "reelay-memory-"));
-const reelay = join(dir, "reelay");
-copyFileSync(compiledBinary(), reelay);
-Bun.spawnSync(["chmod", "+x", reelay]);
-writeFileSync(join(dir, "bare.ts"), `Bun.serve({ hostname: "127.0.0.1", port: Number(process.env.PORT), fetch: () => Response.json({ status: "ok" }) });`);
-const built = Bun.spawnSync([process.execPath, "build", "--compile", "--bytecode", "--format=esm", join(dir, "bare.ts"), "--outfile", join(dir, "bare")], { stdout: "ignore", stderr: "pipe" });
-if (built.exitCode !== 0) throw new Error("could not compile the bare server: " + built.stderr.toString());
+const { reelay, bare } = prepareBinaries(dir);
 
 interface Mem { rss: number; anon: number }
 const statusOf = (pid: number, field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0) / 1024;
@@ -146,7 +138,7 @@ async function measureParts() {
     const data = (n: string) => join(dir, `data-${n}-${run}`);
     // the bare server
     {
-      const b = await start([join(dir, "bare")], {});
+      const b = await start([bare], {});
       record("bare compiled Bun.serve", null, await settled(b));
       await stop(b);
     }
