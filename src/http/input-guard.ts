@@ -3,7 +3,9 @@
  * - the JSON body against the route's body schema, strictly (no coercion: `"5"` is not an
  *   integer), with the one plain-words message mapping of validation-message.ts. Elysia's own
  *   validation runs after and then passes; its error path serialised the whole body (20,000 nested
- *   `[` stalled the server 3.4 s), so it never sees a bad body.
+ *   `[` stalled the server 3.4 s), so it never sees a bad body. Checked here, not by Elysia, also
+ *   because Elysia's `normalize` "repairs" some invalid bodies instead of refusing them
+ *   (`messages: "hi"` became `[{"0": "hi"}]`), and a chat body must reach the upstream as sent.
  * - path parameters and query values for NUL characters (a NUL reaching PostgreSQL was a 500).
  */
 import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";

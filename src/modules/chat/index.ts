@@ -1,19 +1,10 @@
-import { TypeCompiler } from "@sinclair/typebox/compiler";
-import { Elysia, ValidationError } from "elysia";
+import { Elysia } from "elysia";
 import type { AppDeps } from "../../deps.ts";
 import { authErrors, ErrorEnvelope } from "../../http/schemas.ts";
 import { requireKey } from "../../http/require-key.ts";
 import { ChatCompletion, ChatCompletionRequest } from "./model.ts";
 import { streamChat } from "./relay-stream.ts";
 import { completeChat, type ChatCall } from "./service.ts";
-
-/**
- * The body is checked strictly before Elysia's own validation: with the app's default `normalize`,
- * Elysia "repairs" some invalid bodies instead of rejecting them (`messages: "hi"` became
- * `[{"0": "hi"}]`, `messages: [1]` became `[{}]`) and the body must reach the upstream as sent.
- * A valid body passes Elysia's step unchanged (every schema here allows additional properties).
- */
-const strictBody = TypeCompiler.Compile(ChatCompletionRequest);
 
 /** POST /v1/chat/completions: OpenAI's chat API, forwarded to the model's plugin. */
 export const chatRoutes = (deps: AppDeps) =>
@@ -30,9 +21,6 @@ export const chatRoutes = (deps: AppDeps) =>
       },
       {
         body: ChatCompletionRequest,
-        transform: ({ body }) => {
-          if (!strictBody.Check(body)) throw new ValidationError("body", strictBody, body);
-        },
         detail: {
           summary: "Create a chat completion",
           description:

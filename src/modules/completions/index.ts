@@ -1,13 +1,9 @@
-import { TypeCompiler } from "@sinclair/typebox/compiler";
-import { Elysia, ValidationError } from "elysia";
+import { Elysia } from "elysia";
 import type { AppDeps } from "../../deps.ts";
 import { authErrors, ErrorEnvelope } from "../../http/schemas.ts";
 import { requireKey } from "../../http/require-key.ts";
 import { CompletionRequest, TextCompletion } from "./model.ts";
 import { createCompletion } from "./service.ts";
-
-/** Checked before Elysia's own step, which "repairs" some invalid bodies instead of rejecting them (see chat/index.ts). */
-const strictBody = TypeCompiler.Compile(CompletionRequest);
 
 /** Legacy text completions (POST /v1/completions) over every chat model, billed like chat. */
 export const completionsRoutes = (deps: AppDeps) =>
@@ -22,9 +18,6 @@ export const completionsRoutes = (deps: AppDeps) =>
         }),
       {
         body: CompletionRequest,
-        transform: ({ body }) => {
-          if (!strictBody.Check(body)) throw new ValidationError("body", strictBody, body);
-        },
         detail: {
           summary: "Create a completion (legacy)",
           description:

@@ -1,5 +1,4 @@
-import { TypeCompiler } from "@sinclair/typebox/compiler";
-import { Elysia, t, ValidationError } from "elysia";
+import { Elysia, t } from "elysia";
 import { every, type BackgroundTask } from "../../background.ts";
 import type { AppDeps } from "../../deps.ts";
 import { badRequest } from "../../errors.ts";
@@ -8,9 +7,6 @@ import { requireKey } from "../../http/require-key.ts";
 import { InputItemsQuery, ResponseIdParams, ResponseObject, ResponsesRequest } from "./model.ts";
 import { createResponse, listInputItems, readResponse, removeResponse } from "./service.ts";
 import { sweepExpiredResponses } from "./store.ts";
-
-/** Checked before Elysia's own step, which "repairs" some invalid bodies instead of rejecting them (see chat/index.ts). */
-const strictBody = TypeCompiler.Compile(ResponsesRequest);
 
 const STORAGE =
   "Responses are kept (unless `store: false`) for REELAY_RESPONSES_RETENTION_SECONDS (default 30 days; continuing a conversation renews it), " +
@@ -29,9 +25,6 @@ export const responsesRoutes = (deps: AppDeps) =>
         }),
       {
         body: ResponsesRequest,
-        transform: ({ body }) => {
-          if (!strictBody.Check(body)) throw new ValidationError("body", strictBody, body);
-        },
         detail: {
           summary: "Create a response",
           description:
