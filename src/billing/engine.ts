@@ -21,7 +21,7 @@ import { join } from "node:path";
 import { sql } from "drizzle-orm";
 import type { BillingConfig } from "../config.ts";
 import { query, type Db } from "../db/index.ts";
-import { ApiError, databaseUnavailable } from "../errors.ts";
+import { ApiError, databaseUnavailable, insufficientQuota } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import { isConnectionError, isUniqueViolation } from "./db-errors.ts";
 import { hold } from "./exact-holds.ts";
@@ -368,35 +368,59 @@ export class CreditEngine {
   }
 
   /**
-   * The account looks short. Before refusing: give back our own idle lease credit, land our queued
-   * settlements (their exact holds' unused parts), and ask other instances for their idle credit,
-   * retrying the exact hold until they have answered or `reclaimWaitMs` passed.
+   * The account looks short. Before refusing: give back our own idle lease credit (after any
+   * statement of ours on the lease in flight has landed), land our queued settlements (their exact
+   * holds' unused parts), and ask other instances for their idle credit, retrying the exact hold
+   * until they have answered or `reclaimWaitMs` passed.
    */
   private async reclaim(slot: AccountSlot, req: ApprovalRequest, refusal: ApiError): Promise<Approval> {
     const deadline = performance.now() + this.cfg.reclaimWaitMs;
     slot.coolUntil = performance.now() + COOL_MS;
     this.stats.reclaims++;
+    // a refill or give-back of our lease in flight moves credit between the lease and the account:
+    // the refusal was measured before it landed, so it is not final
+    let retry = false;
     const l = slot.lease;
-    let gaveBack = false;
-    if (l && !l.dead && l.free > 0) gaveBack = (await this.giveBack(slot, l, l.free, false, "account nearly empty: idle leased credit returned")) > 0;
-    const hadQueued = this.queue.length > 0 || this.flushing !== null;
+    while (l && !l.dead && (l.busy || slot.acquiring) && performance.now() < deadline) {
+      retry = true;
+      await (slot.acquiring ?? Bun.sleep(1));
+    }
+    if (l && !l.dead && l.free > 0 && (await this.giveBack(slot, l, l.free, false, "account nearly empty: idle leased credit returned")) > 0) retry = true;
+    if (this.queue.length > 0 || this.flushing !== null) retry = true;
     await this.sync();
     let othersIdle = 0;
     try {
       othersIdle = this.cfg.leases ? await requestLeaseReturns(this.db, req.accountId, this.owner) : 0;
-      if (othersIdle > 0 && (await getBalance(this.db, req.accountId)).available + othersIdle < req.amount) othersIdle = 0;
+      // what other instances hold idle cannot make up the difference: refuse now, saying what the account has
+      if (othersIdle > 0 && (await getBalance(this.db, req.accountId)).available + othersIdle < req.amount) return await this.refuse(slot, req, othersIdle);
     } catch (e) {
       throw unavailable(e);
     }
-    if (!gaveBack && !hadQueued && othersIdle === 0) throw refusal;
+    if (!retry && othersIdle === 0) throw refusal;
     for (;;) {
       try {
         return await this.exact(slot, req, false);
       } catch (e) {
-        if (!(e instanceof ApiError && e.status === 402) || othersIdle === 0 || performance.now() >= deadline) throw e;
+        if (!(e instanceof ApiError && e.status === 402)) throw e;
+        if (othersIdle === 0) throw e;
+        if (performance.now() >= deadline) return await this.refuse(slot, req, othersIdle);
       }
       await Bun.sleep(RECLAIM_POLL_MS);
     }
+  }
+
+  /**
+   * The final 402. Its figure is what `/v1/account` calls available: the database's balance less
+   * everything held, plus the idle part of leases (other instances' as they published it, ours as
+   * we know it), which is spendable credit even while it sits in a lease.
+   */
+  private async refuse(slot: AccountSlot, req: ApprovalRequest, othersIdle: number): Promise<never> {
+    const l = slot.lease;
+    const own = l && !l.dead ? Math.max(0, l.free) : 0;
+    const { available } = await getBalance(this.db, req.accountId).catch((e) => {
+      throw unavailable(e);
+    });
+    throw insufficientQuota(req.amount, Math.max(0, available + othersIdle + own));
   }
 
   /** Give `amount` of a lease back (or close it). Returns what was given back. Never throws. */

@@ -197,6 +197,27 @@ export function describeEngine(name: string, open: () => Promise<BillingDb>) {
       await expectInvariants(db, [acct]);
     }, 60_000);
 
+    test("a refusal that other instances' idle lease credit cannot avert states what the account has, that idle credit included (as /v1/account does)", async () => {
+      const db = bdb.db;
+      const acct = await fundedAccount(db, 1_000_000);
+      const a = newEngine(db), b = newEngine(db);
+      for (let i = 0; i < 5; i++) await request(a, acct, 50_000, 10_000);
+      await a.sync();
+      const client = await billing.clientBalance(db, acct);
+      expect(client.leasedIdle).toBeGreaterThan(0);
+      expect(client.available).toBe(950_000);
+      // without the idle lease credit the account would look poorer than it is
+      expect((await billing.getBalance(db, acct)).available).toBeLessThan(950_000);
+      const err = await b.approve({ accountId: acct, ref: "req_short", amount: 950_001, reason: "t" }).catch((e) => e);
+      expect(err).toBeInstanceOf(ApiError);
+      expect({ status: err.status, code: err.code }).toEqual({ status: 402, code: "insufficient_quota" });
+      expect(err.message).toContain("(950001 micro-dollars) but only $0.950000 (950000 micro-dollars) is available");
+      await a.stop();
+      await b.stop();
+      expect(await billing.getBalance(db, acct)).toEqual({ balance: 950_000, held: 0, available: 950_000 });
+      await expectInvariants(db, [acct]);
+    }, 60_000);
+
     test("an operator's adjustment that leased credit stands in the way gets it back (from this instance and others)", async () => {
       const db = bdb.db;
       const acct = await fundedAccount(db, 1_000_000);
