@@ -7,12 +7,12 @@
  * Postgres, every instance reports the same, true value.
  */
 import { monitorEventLoopDelay } from "node:perf_hooks";
-import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { Counter, Gauge, Histogram, Registry, type Metric } from "prom-client";
 import type { Db } from "../db/index.ts";
 import type { LimiterHealth } from "../rate-limit/index.ts";
 import { openHolds, videoQueue } from "./db-gauges.ts";
 import { createRequestMetrics } from "./request-metrics.ts";
-import type { DeploymentStatus } from "../plugin-sdk/index.ts";
+import type { DeploymentStatus, LatencyHistogram } from "../plugin-sdk/index.ts";
 
 /** each model routed over upstream deployments, with their state (registry/upstream-report.ts) */
 export type UpstreamSource = Array<{ model: string; deployments: DeploymentStatus[] }>;
@@ -63,6 +63,12 @@ export function createMetrics(limiterHealth: () => LimiterHealth) {
       perDeployment((l, d) => d.latencyMs !== null && this.set(l, d.latencyMs / 1000));
     },
   });
+  // a histogram the routers keep themselves (a bucket array each): exported as they report it
+  registry.registerMetric(histogramFrom("reelay_upstream_deployment_attempt_seconds", "Latency of successful attempts on an upstream deployment (a stream: to its first event)", () => {
+    const out: Array<{ labels: { model: string; deployment: string }; h: LatencyHistogram }> = [];
+    perDeployment((labels, d) => d.latency && out.push({ labels, h: d.latency }));
+    return out;
+  }));
   new Gauge({
     name: "reelay_upstream_deployment_in_flight", help: "Attempts in flight on an upstream deployment", labelNames: ["model", "deployment"], registers,
     collect() {
@@ -160,4 +166,26 @@ export function createMetrics(limiterHealth: () => LimiterHealth) {
       loop.disable();
     },
   };
+}
+
+/**
+ * A histogram whose buckets are kept elsewhere (each router's bucket array), in prom-client's
+ * metric shape, read at each scrape: prom-client's own Histogram can only count observations.
+ */
+function histogramFrom(name: string, help: string, read: () => Array<{ labels: Record<string, string>; h: LatencyHistogram }>): Metric {
+  const metric = {
+    name, help, type: "histogram", aggregator: "sum",
+    reset() {},
+    async get() {
+      const values: Array<{ metricName: string; labels: Record<string, string | number>; value: number }> = [];
+      for (const { labels, h } of read()) {
+        h.le.forEach((le, i) => values.push({ metricName: `${name}_bucket`, labels: { ...labels, le }, value: h.counts[i]! }));
+        values.push({ metricName: `${name}_bucket`, labels: { ...labels, le: "+Inf" }, value: h.count });
+        values.push({ metricName: `${name}_sum`, labels, value: h.sumSeconds });
+        values.push({ metricName: `${name}_count`, labels, value: h.count });
+      }
+      return { name, help, type: "histogram", aggregator: "sum", values };
+    },
+  };
+  return metric as unknown as Metric;
 }

@@ -3,7 +3,7 @@
  * what GET /admin/upstreams and the per-deployment metrics show. Read on demand, never cached: the
  * plugins' routers hold the state, per instance.
  */
-import type { DeploymentStatus } from "../plugin-sdk/index.ts";
+import type { DeploymentStatus, LatencyHistogram } from "../plugin-sdk/index.ts";
 import type { ModelRegistry } from "./model-registry.ts";
 
 export interface ModelUpstreams {
@@ -41,7 +41,21 @@ function sane(d: DeploymentStatus): DeploymentStatus | null {
     recentErrorRate: real(d.recentErrorRate),
     recentRequests: count(d.recentRequests),
     latencyMs: real(d.latencyMs),
+    latency: histogram(d.latency),
     openForMs: count(d.openForMs),
     opened: count(d.opened),
   };
+}
+
+/** A histogram as a plugin reported it, kept only when it is one: ascending bounds, cumulative counts, at most 64 buckets. */
+function histogram(h: LatencyHistogram | undefined): LatencyHistogram | undefined {
+  if (!h || !Array.isArray(h.le) || !Array.isArray(h.counts) || h.le.length !== h.counts.length || h.le.length > 64) return undefined;
+  const count = real(h.count), sum = real(h.sumSeconds);
+  if (count === null || sum === null || !Number.isSafeInteger(count) || count < 0) return undefined;
+  for (let i = 0; i < h.le.length; i++) {
+    const le = real(h.le[i]), n = h.counts[i];
+    if (le === null || !Number.isSafeInteger(n) || (n as number) < 0 || (n as number) > count) return undefined;
+    if (i > 0 && (le <= h.le[i - 1]! || (n as number) < h.counts[i - 1]!)) return undefined;
+  }
+  return { le: [...h.le], counts: [...h.counts], count, sumSeconds: sum };
 }

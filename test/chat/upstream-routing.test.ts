@@ -305,6 +305,15 @@ describe("operator views", () => {
     expect(text).toMatch(/reelay_upstream_deployment_requests_total\{model="weighted",deployment="b"\} \d+/);
     expect(text).toMatch(/reelay_upstream_deployment_errors_total\{model="refused",deployment="gone",kind="connect"\} [1-9]/);
     expect(text).toMatch(/reelay_upstream_deployment_latency_seconds\{model="weighted",deployment="a"\} [\d.e-]+/);
+    // the latency histogram: cumulative buckets up to +Inf = count, and the sum
+    const bucket = (le: string) => Number(text.match(new RegExp(`reelay_upstream_deployment_attempt_seconds_bucket\\{model="weighted",deployment="a",le="${le.replace("+", "\\+")}"\\} (\\d+)`))?.[1]);
+    const count = Number(text.match(/reelay_upstream_deployment_attempt_seconds_count\{model="weighted",deployment="a"\} (\d+)/)?.[1]);
+    expect(count).toBeGreaterThan(0);
+    expect(bucket("+Inf")).toBe(count);
+    expect(bucket("0.005")).toBeLessThanOrEqual(bucket("120"));
+    expect(bucket("120")).toBe(count);
+    expect(text).toMatch(/reelay_upstream_deployment_attempt_seconds_sum\{model="weighted",deployment="a"\} [\d.e-]+/);
+    expect(text).toContain("# TYPE reelay_upstream_deployment_attempt_seconds histogram");
     expect(text).toContain('reelay_upstream_deployment_in_flight{model="weighted",deployment="a"} 0');
     expect(text).toContain('reelay_upstream_deployment_circuit_state{model="weighted",deployment="a",state="closed"} 1');
   });

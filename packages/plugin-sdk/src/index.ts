@@ -25,7 +25,7 @@ export { problemWithUsage, problemWithChatResult, problemWithStreamEvent, proble
 export { Type, type Static, type TSchema, type TObject } from "./options.ts";
 export { workerUrl } from "./worker-url.ts";
 export { checkOptions, type OptionProblem } from "./option-check.ts";
-export { UpstreamRouter, Deployment, DEFAULT_BREAKER, type DeploymentSpec, type BreakerPolicy, type CircuitState, type AttemptOutcome, type DeploymentStatus } from "./router.ts";
+export { UpstreamRouter, Deployment, DEFAULT_BREAKER, LATENCY_BUCKETS_SECONDS, type LatencyHistogram, type DeploymentSpec, type BreakerPolicy, type CircuitState, type AttemptOutcome, type DeploymentStatus } from "./router.ts";
 export { routedCall, outcomeOf, Lease, DEFAULT_RETRY, type RetryBudget, type RoutedResult } from "./routed-call.ts";
 export { RoutingOptions } from "./routing-options.ts";
 export { retryAfterSeconds } from "./error-body.ts";

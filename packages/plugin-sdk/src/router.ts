@@ -76,11 +76,26 @@ export interface DeploymentStatus {
   recentRequests: number;
   /** moving average of successful attempts' latency (ms; null before the first) */
   latencyMs: number | null;
+  /** every successful attempt's latency, as a histogram (percentiles on /metrics); absent from plugins built before 1.1 */
+  latency?: LatencyHistogram;
   /** ms until an open circuit lets its probe through (0 when not open) */
   openForMs: number;
   /** times the circuit opened */
   opened: number;
 }
+
+/** Successful attempts' latencies in buckets, cumulative like Prometheus's. */
+export interface LatencyHistogram {
+  /** upper bounds of the buckets, seconds, ascending (the +Inf bucket is `count`) */
+  le: readonly number[];
+  /** attempts at or under each bound */
+  counts: number[];
+  count: number;
+  sumSeconds: number;
+}
+
+/** upper bounds (seconds) of the latency histogram's buckets: the host's request-latency buckets */
+export const LATENCY_BUCKETS_SECONDS: readonly number[] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 
 const SLOTS = 10;
 /** weight of the newest sample in the latency average: about the last 10 calls */
@@ -102,6 +117,9 @@ export class Deployment<T> {
   successes = 0;
   opened = 0;
   latencyMs = -1;
+  /** successful attempts per latency bucket (not cumulative; the last one is over every bound) */
+  readonly latencyBuckets = new Float64Array(LATENCY_BUCKETS_SECONDS.length + 1);
+  latencySumMs = 0;
   readonly errors: Record<string, number> = {};
   /** smooth weighted round-robin's running weight */
   current = 0;
@@ -180,6 +198,11 @@ export class UpstreamRouter<T> {
     if (outcome.ok) {
       d.successes++;
       d.latencyMs = d.latencyMs < 0 ? outcome.ms : d.latencyMs + LATENCY_ALPHA * (outcome.ms - d.latencyMs);
+      const sec = outcome.ms / 1000;
+      let b = 0;
+      while (b < LATENCY_BUCKETS_SECONDS.length && sec > LATENCY_BUCKETS_SECONDS[b]!) b++;
+      d.latencyBuckets[b]!++;
+      d.latencySumMs += outcome.ms;
       d.consecutive = 0;
       this.count(d, now, false);
       if (d.state === "half_open") {
@@ -245,6 +268,7 @@ export class UpstreamRouter<T> {
       recentErrorRate: w.calls ? w.failures / w.calls : null,
       recentRequests: w.calls,
       latencyMs: d.latencyMs < 0 ? null : Math.round(d.latencyMs * 10) / 10,
+      latency: histogram(d),
       openForMs: state === "open" ? Math.max(0, Math.ceil(d.openUntil - now)) : 0,
       opened: d.opened,
     };
@@ -304,3 +328,10 @@ export class UpstreamRouter<T> {
 }
 
 const ZERO = { calls: 0, failures: 0 };
+
+function histogram(d: Deployment<unknown>): LatencyHistogram {
+  const counts: number[] = [];
+  let n = 0;
+  for (let i = 0; i < LATENCY_BUCKETS_SECONDS.length; i++) counts.push((n += d.latencyBuckets[i]!));
+  return { le: LATENCY_BUCKETS_SECONDS, counts, count: n + d.latencyBuckets[LATENCY_BUCKETS_SECONDS.length]!, sumSeconds: d.latencySumMs / 1000 };
+}

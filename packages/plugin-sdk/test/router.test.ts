@@ -82,6 +82,16 @@ describe("UpstreamRouter", () => {
     for (let i = 0; i < 10; i++) r.release(r.acquire()!, { ok: false, kind: "http_400", ms: 1, countsAgainst: false });
     expect(r.status()[0]).toMatchObject({ state: "closed", errors: { http_400: 10 } });
   });
+
+  test("successful attempts' latencies are kept in cumulative buckets (failures are not); a bound is inclusive", () => {
+    const { r } = router([1]);
+    for (const ms of [3, 5, 7, 40, 40, 900, 200_000]) r.release(r.acquire()!, { ok: true, ms });
+    r.release(r.acquire()!, { ok: false, kind: "timeout", ms: 30_000 });
+    const h = r.status()[0]!.latency!;
+    const at = (le: number) => h.counts[h.le.indexOf(le)];
+    expect({ "0.005": at(0.005), "0.01": at(0.01), "0.05": at(0.05), "1": at(1), "120": at(120), count: h.count }).toEqual({ "0.005": 2, "0.01": 3, "0.05": 5, "1": 6, "120": 6, count: 7 });
+    expect(h.sumSeconds).toBeCloseTo(200.995, 6);
+  });
 });
 
 describe("routedCall", () => {
