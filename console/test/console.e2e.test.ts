@@ -262,6 +262,11 @@ test("operator: the request is in usage, the charges are in the ledger; every pa
   await see(models, "chat-e2e");
   await see(models, "$3.00 / 1M input tokens");
   await see(models, "healthy");
+  // its upstream deployment as this instance routes it (GET /admin/upstreams)
+  const deployment = models.getByRole("list", { name: "Deployments" }).getByRole("listitem").first();
+  await see(deployment, `127.0.0.1:${new URL(fake.url).port}`);
+  await see(deployment, "circuit closed");
+  await see(deployment, "in flight");
   await shot(page, "models-1280");
   await nav("Accounts");
   await page.getByRole("region", { name: "Accounts" }).waitFor();

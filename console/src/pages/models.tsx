@@ -1,13 +1,38 @@
 import type { Api } from "../api.ts";
 import { Async, Badge, Card, statusTone, Table } from "../components/ui.tsx";
-import { fmtInt, fmtPct, fmtTime } from "../format.ts";
+import { fmtInt, fmtMs, fmtPct, fmtTime } from "../format.ts";
 import { useLoad } from "../hooks.ts";
 import { formatUsd } from "../money.ts";
 
 const price = (micros: number | null, unit: string) => (micros === null ? null : `${formatUsd(micros)} ${unit}`);
+/** a deployment's circuit as a badge: closed is serving, half open is on probation, open is cut off */
+const CIRCUIT: Record<string, { tone: string; text: string }> = { closed: { tone: "ok", text: "closed" }, half_open: { tone: "warn", text: "half open" }, open: { tone: "bad", text: "open" } };
+
+/** A model's upstream deployments as this instance routes them (GET /admin/upstreams). */
+function Deployments(p: { deployments: any[] }) {
+  return (
+    <ul class="deployments" aria-label="Deployments">
+      {p.deployments.map((d) => {
+        const circuit = CIRCUIT[d.state] ?? { tone: "", text: d.state };
+        return (
+          <li>
+            <span class="mono">{d.name}</span> <Badge tone={circuit.tone}>circuit {circuit.text}</Badge>{" "}
+            <span class="small">
+              weight {d.weight}, {fmtInt(d.in_flight)} in flight{d.max_concurrent !== null ? ` of ${fmtInt(d.max_concurrent)}` : ""}, {fmtInt(d.requests)} requests
+              {d.recent_error_rate !== null ? `, ${fmtPct(d.recent_error_rate)} failing lately` : ""}{d.latency_ms !== null ? `, ${fmtMs(Math.round(d.latency_ms))}` : ""}
+            </span>
+          </li>
+        );
+      })}
+    </ul>
+  );
+}
 
 export function Models(p: { api: Api }) {
   const models = useLoad((sig) => p.api.get("/admin/models", sig), [], { refreshMs: 15_000 });
+  // per deployment, per instance; a failure here leaves the models table as it is
+  const upstreams = useLoad((sig) => p.api.get("/admin/upstreams", sig), [], { refreshMs: 15_000 });
+  const deployments = (id: string): any[] => (upstreams.data as any)?.data?.find((u: any) => u.model === id)?.deployments ?? [];
   return (
     <>
       <div class="page-head"><h1>Models</h1></div>
@@ -30,6 +55,7 @@ export function Models(p: { api: Api }) {
                       <Badge tone={statusTone(m.health.status)}>{m.health.status}</Badge>{" "}
                       <span class="small">{fmtInt(m.health.requests)} requests, {fmtInt(m.health.errors)} failed{m.health.error_rate ? ` (${fmtPct(m.health.error_rate)})` : ""}</span>
                       {m.health.last_error_at && <div class="small muted">last failure {fmtTime(m.health.last_error_at)}{m.health.last_error_code ? ` · ${m.health.last_error_code}` : ""}</div>}
+                      {deployments(m.id).length > 0 && <Deployments deployments={deployments(m.id)} />}
                     </td>
                   </tr>
                 ))}
