@@ -15,7 +15,8 @@
  * --stub-billing: reelay runs with bench/lib/stub-billing.ts preloaded (hold/settle/release answer
  * from memory), to separate billing from the rest of the request path.
  * --profile: reelay runs with `bun --cpu-prof --cpu-prof-md`; the profile paths are printed at the end.
- * Env: BENCH_SECONDS (default 5) per row, BENCH_CONNS (default "32,128"), BENCH_LIMITERS ("memory,redis").
+ * Env: BENCH_SECONDS (default 5) per row, BENCH_CONNS (default "32,128"), BENCH_LIMITERS ("memory,redis"),
+ * BENCH_STREAMS=0 skips the streamed rows (a profile of the non-streamed path alone).
  */
 import { mkdtempSync, readdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -37,6 +38,7 @@ const limiters = (process.env.BENCH_LIMITERS ?? "memory,redis").split(",") as Ar
 const ADMIN = "bench-admin-token-0123456789";
 /** open-loop stream rate: well below every target's capacity, so first bytes do not queue */
 const STREAM_RATE = Number(process.env.BENCH_STREAM_RATE ?? 200);
+const streams = process.env.BENCH_STREAMS !== "0";
 
 interface Load { rps: number; p50: number; p99: number; errors: number; requests: number; cpuUsPerReq: number }
 interface Server { name: string; url: string; pid: number; stop(): Promise<void> }
@@ -165,6 +167,7 @@ async function main() {
         isReelay ? pct((100 * r.rps) / base.rps) : "", isReelay ? `${plus(r.p50 - base.p50)} / ${plus(r.p99 - base.p99)}` : ""]);
     };
     const streamRow = async (name: string, server: Server) => {
+      if (!streams) return;
       for (const mode of ["32 concurrent", `${STREAM_RATE}/s`] as const) {
         const r = (ttfbs[`${name}@${mode}`] = await ttfb(server.url + path, server.pid, keys.slice(0, 32), mode === "32 concurrent" ? undefined : STREAM_RATE));
         const d = ttfbs[`direct (upstream)@${mode}`], base = ttfbs[`minimal proxy@${mode}`];
