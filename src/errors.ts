@@ -52,8 +52,10 @@ export function quoted(s: string, max = 100): string {
   const cut = s.length > max ? s.slice(0, max) + "…" : s;
   return cut.replace(/[\u0000-\u001f\u007f]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }
-export const insufficientQuota = (needed: number, available: number) =>
-  new ApiError(402, "insufficient_quota", `Insufficient credits: this request needs ${formatUsd(needed)} but only ${formatUsd(available)} is available.`, { code: "insufficient_quota" });
+/** `elsewhere`: credit other reelay instances reserved ahead and were asked to give back (a busy account across instances) */
+export const insufficientQuota = (needed: number, available: number, elsewhere = 0) =>
+  new ApiError(402, "insufficient_quota", `Insufficient credits: this request needs ${formatUsd(needed)} but only ${formatUsd(available)} is available` +
+    (elsewhere > 0 ? `; ${formatUsd(elsewhere)} more is reserved by other reelay instances and is being given back: retry shortly.` : "."), { code: "insufficient_quota" });
 export const tooLarge = (message: string, param: string | null = null) =>
   new ApiError(413, "invalid_request_error", message, { param, code: "payload_too_large" });
 

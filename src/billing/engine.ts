@@ -25,7 +25,7 @@ import { ApiError, databaseUnavailable, insufficientQuota } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import { isConnectionError, isUniqueViolation } from "./db-errors.ts";
 import { hold } from "./exact-holds.ts";
-import { adjust, getBalance } from "./credits.ts";
+import { adjust, clientBalance, getBalance } from "./credits.ts";
 import { randomId } from "../ids.ts";
 import { claimOrphanJournals, Journal, processAlive, type OrphanJournal } from "./journal.ts";
 import { AccountSlot, LeaseMem } from "./lease-memory.ts";
@@ -392,7 +392,7 @@ export class CreditEngine {
     try {
       othersIdle = this.cfg.leases ? await requestLeaseReturns(this.db, req.accountId, this.owner) : 0;
       // what other instances hold idle cannot make up the difference: refuse now, saying what the account has
-      if (othersIdle > 0 && (await getBalance(this.db, req.accountId)).available + othersIdle < req.amount) return await this.refuse(slot, req, othersIdle);
+      if (othersIdle > 0 && (await getBalance(this.db, req.accountId)).available + othersIdle < req.amount) return await this.refuse(slot, req);
     } catch (e) {
       throw unavailable(e);
     }
@@ -403,24 +403,32 @@ export class CreditEngine {
       } catch (e) {
         if (!(e instanceof ApiError && e.status === 402)) throw e;
         if (othersIdle === 0) throw e;
-        if (performance.now() >= deadline) return await this.refuse(slot, req, othersIdle);
+        if (performance.now() >= deadline) return await this.refuse(slot, req);
       }
       await Bun.sleep(RECLAIM_POLL_MS);
     }
   }
 
   /**
-   * The final 402. Its figure is what `/v1/account` calls available: the database's balance less
-   * everything held, plus the idle part of leases (other instances' as they published it, ours as
-   * we know it), which is spendable credit even while it sits in a lease.
+   * The final 402. Its figure is what `/v1/account` calls available, read now in one statement:
+   * the balance less what is held, with the idle part of leases counted as available (other
+   * instances' as they last published it, ours as we know it). Read fresh, not added to a figure
+   * from before the wait: credit another instance gave back meanwhile would count twice. When the
+   * others' published idle credit would cover the request (they were asked for it and have not
+   * given it back within the wait: a busy instance, or in-flight amounts not yet published), the
+   * answer says what could be reserved now and what is still out on other instances.
    */
-  private async refuse(slot: AccountSlot, req: ApprovalRequest, othersIdle: number): Promise<never> {
-    const l = slot.lease;
-    const own = l && !l.dead ? Math.max(0, l.free) : 0;
-    const { available } = await getBalance(this.db, req.accountId).catch((e) => {
+  private async refuse(slot: AccountSlot, req: ApprovalRequest): Promise<never> {
+    const b = await clientBalance(this.db, req.accountId).catch((e) => {
       throw unavailable(e);
     });
-    throw insufficientQuota(req.amount, Math.max(0, available + othersIdle + own));
+    const l = slot.lease && !slot.lease.dead ? slot.lease : null;
+    const ownPublishedIdle = l ? Math.max(0, l.reserved - Math.min(l.published, l.reserved)) : 0;
+    const ownFree = l ? Math.max(0, l.free) : 0;
+    const othersIdle = Math.max(0, b.leasedIdle - ownPublishedIdle);
+    const available = Math.max(0, b.available - ownPublishedIdle + ownFree);
+    if (available < req.amount) throw insufficientQuota(req.amount, available);
+    throw insufficientQuota(req.amount, Math.max(0, available - othersIdle), othersIdle);
   }
 
   /** Give `amount` of a lease back (or close it). Returns what was given back. Never throws. */

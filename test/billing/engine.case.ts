@@ -13,6 +13,7 @@ import { query, type Tx } from "../../src/db/index.ts";
 import { ApiError } from "../../src/errors.ts";
 import { createLogger } from "../../src/logger.ts";
 import { testConfig } from "../support/harness.ts";
+import { openLease, returnLease } from "../../src/billing/lease-statements.ts";
 import { accountState, expectInvariants, fundedAccount, ledgerOf, type BillingDb } from "./support.ts";
 
 export const FAST: billing.BillingConfig = {
@@ -215,6 +216,22 @@ export function describeEngine(name: string, open: () => Promise<BillingDb>) {
       await a.stop();
       await b.stop();
       expect(await billing.getBalance(db, acct)).toEqual({ balance: 950_000, held: 0, available: 950_000 });
+      await expectInvariants(db, [acct]);
+    }, 60_000);
+
+    test("a refusal while another instance keeps idle credit it was asked for says what could be reserved now and what is out on other instances", async () => {
+      const db = bdb.db;
+      const acct = await fundedAccount(db, 10_000);
+      // the lease of an instance that stopped answering: nothing reads its return request
+      const id = `lease_silent_${Math.random().toString(36).slice(2, 10)}`;
+      expect(await openLease(db, { id, accountId: acct, owner: "stalled#1", need: 4_000, want: 4_000, sharePermille: 1_000, ttlMs: 60_000 })).toBe(4_000);
+      const b = newEngine(db, { reclaimWaitMs: 100 });
+      const err = await b.approve({ accountId: acct, ref: "req_stalled", amount: 8_000, reason: "t" }).catch((e) => e);
+      expect({ status: err.status, code: err.code }).toEqual({ status: 402, code: "insufficient_quota" });
+      expect(err.message).toBe("Insufficient credits: this request needs $0.008000 (8000 micro-dollars) but only $0.006000 (6000 micro-dollars) is available; $0.004000 (4000 micro-dollars) more is reserved by other reelay instances and is being given back: retry shortly.");
+      await returnLease(db, { id, amount: 0, close: true, reason: "test over" });
+      await b.stop();
+      expect(await billing.getBalance(db, acct)).toEqual({ balance: 10_000, held: 0, available: 10_000 });
       await expectInvariants(db, [acct]);
     }, 60_000);
 
