@@ -177,9 +177,9 @@ function histogramFrom(name: string, help: string, read: () => Array<{ labels: R
     name, help, type: "histogram", aggregator: "sum",
     reset() {},
     async get() {
-      const values: Array<{ metricName: string; labels: Record<string, string | number>; value: number }> = [];
+      const values: Array<{ metricName: string; labels: Record<string, string>; value: number }> = [];
       for (const { labels, h } of read()) {
-        h.le.forEach((le, i) => values.push({ metricName: `${name}_bucket`, labels: { ...labels, le }, value: h.counts[i]! }));
+        h.le.forEach((le, i) => values.push({ metricName: `${name}_bucket`, labels: { ...labels, le: String(le) }, value: h.counts[i]! }));
         values.push({ metricName: `${name}_bucket`, labels: { ...labels, le: "+Inf" }, value: h.count });
         values.push({ metricName: `${name}_sum`, labels, value: h.sumSeconds });
         values.push({ metricName: `${name}_count`, labels, value: h.count });
