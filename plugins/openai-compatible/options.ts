@@ -1,5 +1,5 @@
 /** Per-model options of the openai-compatible plugin, as a schema the host validates at boot. */
-import { DEFAULT_UPSTREAM_TIMEOUTS, RoutingOptions, Type, type Static } from "@reelay/plugin-sdk";
+import { DEFAULT_UPSTREAM_TIMEOUTS, DeploymentMaxConcurrent, DeploymentName, DeploymentWeight, EnvVarName, RoutingOptions, Type, type Static } from "@reelay/plugin-sdk";
 
 const ms = (description: string, fallback: number) => Type.Integer({ minimum: 1, maximum: 86_400_000, default: fallback, description });
 
@@ -31,28 +31,27 @@ export const Limits = Type.Object({
 }, { additionalProperties: false, default: {} });
 
 const BaseUrl = Type.String({ pattern: "^https?://[^?#]+$", description: 'the upstream, e.g. "http://localhost:8000/v1" (http or https, no query)' });
-const KeyEnv = Type.String({ pattern: "^[A-Za-z_][A-Za-z0-9_]*$", description: "an environment variable name" });
 
 /** One upstream serving the model (a vLLM replica, a provider, a region). */
 export const Deployment = Type.Object({
   /** shown in /metrics, logs and GET /admin/upstreams; default: the base URL's host:port */
-  name: Type.Optional(Type.String({ pattern: "^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$", description: "letters, digits, . _ : -" })),
+  name: Type.Optional(DeploymentName),
   baseUrl: BaseUrl,
   /** this deployment's key; a deployment without one sends none. Unset at boot → the boot stops. */
-  apiKeyEnv: Type.Optional(KeyEnv),
+  apiKeyEnv: Type.Optional(EnvVarName),
   /** the model's name on this deployment; default: the model's upstreamModel, else its id */
   upstreamModel: Type.Optional(Type.String({ minLength: 1 })),
   /** relative share of the traffic */
-  weight: Type.Number({ exclusiveMinimum: 0, maximum: 1_000_000, default: 1 }),
+  weight: DeploymentWeight,
   /** requests in flight at once on one reelay instance; at it, the deployment is skipped */
-  maxConcurrent: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
+  maxConcurrent: Type.Optional(DeploymentMaxConcurrent),
 }, { additionalProperties: false });
 
 export const OpenAICompatibleOptions = Type.Object({
   /** one upstream: includes the /v1 part, like the OpenAI SDK's baseURL (or `deployments` for several) */
   baseUrl: Type.Optional(BaseUrl),
   /** the name of the environment variable holding the API key, never the key itself */
-  apiKeyEnv: Type.Optional(KeyEnv),
+  apiKeyEnv: Type.Optional(EnvVarName),
   /** several upstreams serving this model, instead of `baseUrl` / `apiKeyEnv` */
   deployments: Type.Optional(Type.Array(Deployment, { minItems: 1, maxItems: 64 })),
   /** retries over deployments and their circuit breakers (the SDK's RoutingOptions) */

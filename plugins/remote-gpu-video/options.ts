@@ -1,5 +1,5 @@
 /** Per-model options of remote-gpu-video: a schema the host validates at boot, plus the input mapping's own rules. */
-import { RoutingOptions, Type, type Static } from "@reelay/plugin-sdk";
+import { DeploymentMaxConcurrent, DeploymentName, DeploymentWeight, EnvVarName, RoutingOptions, Type, type Static } from "@reelay/plugin-sdk";
 import { problemsWithMapping, type InputMapping } from "./input-mapping.ts";
 
 /**
@@ -16,26 +16,25 @@ export const DEFAULTS = {
 export const DEFAULT_OUTPUT_PATHS = ["output.video", "output.video_base64", "output.video_url", "output.url", "output"];
 
 const BaseUrl = Type.String({ pattern: "^https?://[^?#@]+$", description: 'e.g. "https://api.runpod.ai/v2/<endpoint-id>" (http or https, no query or credentials)' });
-const KeyEnv = Type.String({ pattern: "^[A-Za-z_][A-Za-z0-9_]*$", description: "an environment variable name" });
 
 /** One GPU worker endpoint serving the model. */
 export const WorkerDeployment = Type.Object({
   /** shown in /metrics, logs and GET /admin/upstreams, and recorded in each job's handle; default: the base URL's host:port */
-  name: Type.Optional(Type.String({ pattern: "^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$", description: "letters, digits, . _ : -" })),
+  name: Type.Optional(DeploymentName),
   baseUrl: BaseUrl,
   /** this worker's key; unset at boot → the boot stops */
-  apiKeyEnv: Type.Optional(KeyEnv),
+  apiKeyEnv: Type.Optional(EnvVarName),
   /** relative share of new jobs */
-  weight: Type.Number({ exclusiveMinimum: 0, maximum: 1_000_000, default: 1 }),
+  weight: DeploymentWeight,
   /** jobs submitted by this reelay instance and not yet finished on this worker; at it, the worker gets no new job */
-  maxConcurrent: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
+  maxConcurrent: Type.Optional(DeploymentMaxConcurrent),
 }, { additionalProperties: false });
 
 export const RemoteGpuOptions = Type.Object({
   /** endpoint base, e.g. https://api.runpod.ai/v2/<endpoint-id>; /run, /status/{id}, /cancel/{id} are appended (or `deployments` for several) */
   baseUrl: Type.Optional(BaseUrl),
   /** name of the environment variable holding the API key (never the key itself) */
-  apiKeyEnv: Type.Optional(KeyEnv),
+  apiKeyEnv: Type.Optional(EnvVarName),
   /** several workers serving this model, instead of `baseUrl` / `apiKeyEnv`: a job goes to one and is polled there */
   deployments: Type.Optional(Type.Array(WorkerDeployment, { minItems: 1, maxItems: 64 })),
   /** submits over deployments: attempts per submit, and each worker's circuit breaker (the SDK's RoutingOptions) */

@@ -11,7 +11,7 @@ import { Counter, Gauge, Histogram, Registry, type Metric } from "prom-client";
 import type { Db } from "../db/index.ts";
 import type { LimiterHealth } from "../rate-limit/index.ts";
 import { openHolds, videoQueue } from "./db-gauges.ts";
-import { createRequestMetrics } from "./request-metrics.ts";
+import { createRequestMetrics, histogramRows } from "./request-metrics.ts";
 import type { DeploymentStatus, LatencyHistogram } from "../plugin-sdk/index.ts";
 
 /** each model routed over upstream deployments, with their state (registry/upstream-report.ts) */
@@ -177,13 +177,7 @@ function histogramFrom(name: string, help: string, read: () => Array<{ labels: R
     name, help, type: "histogram", aggregator: "sum",
     reset() {},
     async get() {
-      const values: Array<{ metricName: string; labels: Record<string, string>; value: number }> = [];
-      for (const { labels, h } of read()) {
-        h.le.forEach((le, i) => values.push({ metricName: `${name}_bucket`, labels: { ...labels, le: String(le) }, value: h.counts[i]! }));
-        values.push({ metricName: `${name}_bucket`, labels: { ...labels, le: "+Inf" }, value: h.count });
-        values.push({ metricName: `${name}_sum`, labels, value: h.sumSeconds });
-        values.push({ metricName: `${name}_count`, labels, value: h.count });
-      }
+      const values = read().flatMap(({ labels, h }) => histogramRows(name, labels, h.le, h.counts, h.count, h.sumSeconds));
       return { name, help, type: "histogram", aggregator: "sum", values };
     },
   };

@@ -52,10 +52,8 @@ export function createRequestMetrics(registry: Registry, buckets: readonly numbe
       type: "histogram",
       aggregator: "sum",
       values: [...latencies.values()].flatMap((d) => {
-        let cumulative = 0;
-        const rows = buckets.map((le, i) => ({ metricName: `${durationName}_bucket`, labels: { ...d.labels, le: String(le) }, value: (cumulative += d.counts[i]!) }));
-        rows.push({ metricName: `${durationName}_bucket`, labels: { ...d.labels, le: "+Inf" }, value: d.count });
-        return [...rows, { metricName: `${durationName}_sum`, labels: d.labels, value: d.sum }, { metricName: `${durationName}_count`, labels: d.labels, value: d.count }];
+        let n = 0;
+        return histogramRows(durationName, d.labels, buckets, buckets.map((_, i) => (n += d.counts[i]!)), d.count, d.sum);
       }),
     }),
   } as unknown as Parameters<Registry["registerMetric"]>[0]);
@@ -77,4 +75,11 @@ export function createRequestMetrics(registry: Registry, buckets: readonly numbe
       d.count++;
     },
   };
+}
+
+/** One label set of a histogram as prom-client's metric JSON: cumulative buckets, +Inf, _sum, _count. */
+export function histogramRows(name: string, labels: Record<string, string>, le: readonly number[], cumulative: readonly number[], count: number, sum: number) {
+  const rows = le.map((bound, i) => ({ metricName: `${name}_bucket`, labels: { ...labels, le: String(bound) }, value: cumulative[i]! }));
+  rows.push({ metricName: `${name}_bucket`, labels: { ...labels, le: "+Inf" }, value: count });
+  return [...rows, { metricName: `${name}_sum`, labels, value: sum }, { metricName: `${name}_count`, labels, value: count }];
 }

@@ -27,5 +27,5 @@ export { workerUrl } from "./worker-url.ts";
 export { checkOptions, type OptionProblem } from "./option-check.ts";
 export { UpstreamRouter, Deployment, DEFAULT_BREAKER, LATENCY_BUCKETS_SECONDS, type LatencyHistogram, type DeploymentSpec, type BreakerPolicy, type CircuitState, type AttemptOutcome, type DeploymentStatus } from "./router.ts";
 export { routedCall, outcomeOf, Lease, DEFAULT_RETRY, type RetryBudget, type RoutedResult } from "./routed-call.ts";
-export { RoutingOptions } from "./routing-options.ts";
+export { RoutingOptions, DeploymentName, EnvVarName, DeploymentWeight, DeploymentMaxConcurrent } from "./routing-options.ts";
 export { retryAfterSeconds } from "./error-body.ts";

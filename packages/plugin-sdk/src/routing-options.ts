@@ -25,3 +25,16 @@ export const RoutingOptions = Type.Object({
 }, { additionalProperties: false, default: {} });
 
 export type RoutingOptions = Static<typeof RoutingOptions>;
+
+/**
+ * The fields every deployment entry shares, whatever the plugin (each adds its base URL rule and
+ * its own fields). The name goes into /metrics labels, log lines and a video job's handle
+ * (`<deployment>/<job id>`), hence no slash or space.
+ */
+export const DeploymentName = Type.String({ pattern: "^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$", description: "letters, digits, . _ : -" });
+/** the name of an environment variable (a key's, never the key itself) */
+export const EnvVarName = Type.String({ pattern: "^[A-Za-z_][A-Za-z0-9_]*$", description: "an environment variable name" });
+/** relative share of the traffic */
+export const DeploymentWeight = Type.Number({ exclusiveMinimum: 0, maximum: 1_000_000, default: 1 });
+/** at most this many calls in flight on it from one reelay instance; at it, the deployment is skipped */
+export const DeploymentMaxConcurrent = Type.Integer({ minimum: 1, maximum: 1_000_000 });
