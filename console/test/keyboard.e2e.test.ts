@@ -113,12 +113,16 @@ async function pressUntil(key: "Tab" | "Shift+Tab", want: { tag?: string; name: 
   throw new Error(`${key} × ${max} never reached ${want.tag ?? ""} ${String(want.name)}; stops: ${visited.slice(-max).map((f) => `${f.tag} "${f.name}"`).join(", ")}`);
 }
 
+/** Wait until the sign-in form's token field has focus (the state the next keystrokes depend on). */
+const tokenFieldFocused = () => page.waitForFunction(() => document.activeElement?.getAttribute("name") === "token", undefined, { timeout: 5_000 });
+
 const heading = (name: string) => page.getByRole("heading", { level: 1, name }).waitFor();
 
 test("operator: sign in, move between views and sign out with the keyboard only", async () => {
   await page.goto(s.url + "/console");
   await page.getByLabel("Admin token or API key").waitFor();
-  expect(await focused(page)).toMatchObject({ tag: "input", problem: null }); // the token field has focus at once
+  await tokenFieldFocused(); // the token field takes focus at once
+  expect(await focused(page)).toMatchObject({ tag: "input", problem: null });
   w.step("wrong token");
   await page.keyboard.type("wrong-token-000");
   await page.keyboard.press("Enter");
@@ -164,6 +168,7 @@ test("operator: sign in, move between views and sign out with the keyboard only"
   await pressUntil("Tab", { tag: "button", name: "Sign out" });
   await page.keyboard.press("Enter");
   await page.getByLabel("Admin token or API key").waitFor();
+  await tokenFieldFocused(); // focus lands on the token field again, without a Tab
   expect(await focused(page)).toMatchObject({ tag: "input", problem: null });
 }, 60_000);
 

@@ -103,6 +103,34 @@ describe("preview-video plugin", () => {
     expect((await untilDone(model, second.handle)).state).toBe("succeeded");
   }, 60_000);
 
+  test("minRenderMs paces a render: it takes at least that long, its progress rising on the way; cancel ends the wait", async () => {
+    const model = instance({ maxConcurrency: 1, minRenderMs: 1_000 });
+    const started = performance.now();
+    const { handle } = await model.video!.submit(request({ seconds: 1 }), testCall({ signal }));
+    const progress: number[] = [];
+    for (;;) {
+      const r = await model.video!.poll(handle, testCall({ signal }));
+      if (r.state === "succeeded") break;
+      expect(r.state === "running" || r.state === "queued").toBe(true);
+      if (r.state === "running" && r.progress !== undefined && r.progress !== progress.at(-1)) progress.push(r.progress);
+      await Bun.sleep(100);
+    }
+    // 16 frames over 1 s: the last frame is due at 15/16 s; polls every 100 ms see several steps
+    expect(performance.now() - started).toBeGreaterThanOrEqual(900);
+    expect(progress.length).toBeGreaterThanOrEqual(4);
+    expect(progress.every((p, i) => i === 0 || p > progress[i - 1]!)).toBe(true);
+
+    // a paced render is cancelled at once, not at its end
+    const slow = instance({ maxConcurrency: 1, minRenderMs: 60_000 });
+    const job = await slow.video!.submit(request({ seconds: 1 }), testCall({ signal }));
+    await Bun.sleep(200);
+    await slow.video!.cancel!(job.handle, testCall({ signal }));
+    const next = await slow.video!.submit(request({ seconds: 1, seed: 9 }), testCall({ signal }));
+    await Bun.sleep(200);
+    expect(await slow.video!.poll(next.handle, testCall({ signal }))).toMatchObject({ state: "running" }); // the slot was freed
+    slow.close?.();
+  }, 30_000);
+
   test("an unknown handle (e.g. after a restart) is lost", async () => {
     expect(await instance().video!.poll("pv_from-another-life", testCall({ signal }))).toEqual({ state: "lost" });
   });

@@ -7,7 +7,8 @@
  *
  * Options: `maxConcurrency` (default 2: one render keeps one core busy), `resultTtlMs` (default
  * 10 min), `maxQueued` (default 32), `maxUnpolledResults` (default 16), `quantizer` (H.264 QP,
- * default 30), `idleWorkersMs` (default 2 min).
+ * default 30), `idleWorkersMs` (default 2 min), `minRenderMs` (default 0: as fast as the CPU allows;
+ * set, a render takes at least that long, its progress rising evenly on any machine).
  *
  * Render workers start with the first job and stay warm between jobs (a warm pair renders a 5 s
  * clip in 1.9 s, a fresh one in 4.6 s); a pair idle for `idleWorkersMs` is closed, so a server

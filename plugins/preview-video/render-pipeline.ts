@@ -24,7 +24,7 @@ export class RenderPipeline {
 
   constructor(private readonly fps: number, private readonly host: Pick<HostServices, "decodeImage" | "encodeMp4">) {}
 
-  async render(req: VideoRequest, opts: { quantizer?: number }, signal: AbortSignal, onProgress: (p: number) => void): Promise<Uint8Array> {
+  async render(req: VideoRequest, opts: { quantizer?: number; minRenderMs?: number }, signal: AbortSignal, onProgress: (p: number) => void): Promise<Uint8Array> {
     if (this.busy) throw new Error("a render pipeline runs one job at a time");
     this.busy = true;
     let ok = false;
@@ -32,7 +32,7 @@ export class RenderPipeline {
       const source = await this.host.decodeImage(req.image.bytes);
       signal.throwIfAborted();
       const frameCount = req.seconds * this.fps;
-      const frames = this.frames(source, req, frameCount, signal, onProgress);
+      const frames = this.frames(source, req, frameCount, opts.minRenderMs ?? 0, signal, onProgress);
       const mp4 = await this.host.encodeMp4(frames, { width: req.width, height: req.height, fps: this.fps, quantizer: opts.quantizer, signal });
       ok = true;
       return mp4;
@@ -43,7 +43,7 @@ export class RenderPipeline {
   }
 
   /** The frames, in order, drawn by the worker at most FRAMES_IN_FLIGHT ahead of the encoder. */
-  private async *frames(source: { width: number; height: number; rgba: Uint8Array }, req: VideoRequest, frameCount: number, signal: AbortSignal, onProgress: (p: number) => void): AsyncGenerator<Uint8Array> {
+  private async *frames(source: { width: number; height: number; rgba: Uint8Array }, req: VideoRequest, frameCount: number, minRenderMs: number, signal: AbortSignal, onProgress: (p: number) => void): AsyncGenerator<Uint8Array> {
     const worker = (this.worker ??= new Worker(workerUrl(import.meta.url, "./frames-worker.ts", "plugins/preview-video/frames-worker.ts")));
     const ready: Uint8Array[] = [];
     let failure: unknown = null;
@@ -71,9 +71,17 @@ export class RenderPipeline {
     signal.addEventListener("abort", onAbort, { once: true });
     const rgba = source.rgba.slice(); // transferred: the host's decoded buffer stays usable
     worker.postMessage({ type: "start", image: rgba, imageWidth: source.width, imageHeight: source.height, width: req.width, height: req.height, frameCount, prompt: req.prompt, seed: req.seed, credits: FRAMES_IN_FLIGHT }, [rgba.buffer]);
+    const started = performance.now();
     try {
       for (let i = 0; i < frameCount; i++) {
         while (ready.length === 0 && !failure && !done) await new Promise<void>((r) => (wake = r));
+        // pacing: frame i leaves no earlier than its share of minRenderMs (an abort wakes the wait)
+        for (let due = started + (minRenderMs * i) / frameCount - performance.now(); due > 0 && !failure; due = started + (minRenderMs * i) / frameCount - performance.now()) {
+          await new Promise<void>((r) => {
+            const t = setTimeout(r, due);
+            wake = () => (clearTimeout(t), r());
+          });
+        }
         if (failure) throw failure;
         const frame = ready.shift();
         if (!frame) throw new RenderError("render_failed", `the frames worker stopped after ${i} of ${frameCount} frames`);

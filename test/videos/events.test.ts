@@ -19,9 +19,11 @@ beforeAll(async () => {
     { id: "broken", options: { fail: { code: "nsfw_rejected", message: "refused" } } },
     { id: "instant", options: { durationMs: 0 } },
   ]);
-  // the preview renderer with one slot: a second job provably waits in `queued` while the first renders
+  // the preview renderer with one slot: a second job provably waits in `queued` while the first
+  // renders; each render paced to take 3 s, so the host's polls (every 500 ms) see progress rise
+  // several times whatever this machine's speed (unpaced, a fast machine rendered 6 s in < 1 s)
   const file = JSON.parse(readFileSync(env.REELAY_MODELS_FILE!, "utf8"));
-  file.models.push({ id: "preview-one", plugin: "preview-video", options: { maxConcurrency: 1 }, pricing: { perSecond: 30_000 } });
+  file.models.push({ id: "preview-one", plugin: "preview-video", options: { maxConcurrency: 1, minRenderMs: 3_000 }, pricing: { perSecond: 30_000 } });
   writeFileSync(env.REELAY_MODELS_FILE!, JSON.stringify(file));
   s = await startTestServer({ ...env, REELAY_SCHEDULER_POLL_MS: "50" });
 });

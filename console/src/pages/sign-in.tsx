@@ -1,4 +1,4 @@
-import { useEffect, useRef, useState } from "preact/hooks";
+import { useLayoutEffect, useRef, useState } from "preact/hooks";
 import { identify } from "../api.ts";
 import { ErrorBox } from "../components/ui.tsx";
 import type { Session } from "../session.ts";
@@ -9,8 +9,11 @@ export function SignIn(p: { notice: string | null; onSignedIn(s: Session): void 
   const [pending, setPending] = useState(false);
   const field = useRef<HTMLInputElement>(null);
   // `autofocus` works on the page's first load only: after signing out, focus would be left on the
-  // document and a keyboard user would have to Tab to the field
-  useEffect(() => field.current?.focus(), []);
+  // document and a keyboard user would have to Tab to the field. A layout effect runs in the same
+  // commit that inserts the field, so the field is never on screen without focus: a plain effect
+  // waits for the next frame plus a task, and a keyboard user (or a test) typing in that gap typed
+  // into the document (CI on a fresh machine lost the first characters of a key that way).
+  useLayoutEffect(() => field.current?.focus(), []);
   const submit = async (e: Event) => {
     e.preventDefault();
     const t = token.trim();
