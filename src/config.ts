@@ -8,7 +8,7 @@
 import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import ipaddr from "ipaddr.js";
-import type { ModelPricing } from "./plugin-sdk/index.ts";
+import { MODEL_PRICE_KEYS, type ModelPricing } from "./plugin-sdk/index.ts";
 
 /** The credit engine's settings (billing/engine.ts), from REELAY_BILLING_* and REELAY_LEASE_* */
 export interface BillingConfig {
@@ -275,7 +275,7 @@ function cidrs(env: Env, key: string): string[] {
   });
 }
 
-const PRICE_KEYS = ["inputPerMillion", "outputPerMillion", "perSecond"] as const;
+const PRICE_KEYS = MODEL_PRICE_KEYS;
 
 export interface ModelsFile {
   models: ModelConfig[];

@@ -19,4 +19,4 @@ export { CreditEngine, unavailable, type Approval } from "./engine.ts";
 export type { BillingConfig } from "../config.ts";
 export { Charge, openCharge, settlementOf, type ChargeSpec, type OutcomeFacts, type SettleOutcome } from "./charge.ts";
 export { JobCharge, jobCharge, openJobCharge, type JobChargeSpec } from "./job-charge.ts";
-export { ABSURD_TOKENS, credibleCount, joinAnomalies, type CredibleCount } from "./usage-sanity.ts";
+export { ABSURD_TOKENS, credibleCacheCounts, credibleCount, joinAnomalies, type CredibleCacheCounts, type CredibleCount } from "./usage-sanity.ts";

@@ -2,7 +2,12 @@ import type { ModelPricing } from "../plugin-sdk/index.ts";
 
 /** What a request or job used, in the units prices are given in. */
 export interface BillableUsage {
+  /** every prompt token, the cached and cache-write ones included */
   promptTokens?: number;
+  /** of `promptTokens`: read from the upstream's prompt cache */
+  cachedTokens?: number;
+  /** of `promptTokens`: written to the upstream's prompt cache */
+  cacheWriteTokens?: number;
   completionTokens?: number;
   seconds?: number;
 }
@@ -10,9 +15,17 @@ export interface BillableUsage {
 /**
  * The one price formula: integer micro-dollars, token rates per million rounded up once over the
  * whole request (a 3-token embeddings request at $0.02/M costs 1 micro-dollar, not 0), plus the
- * per-second price of video. Inputs must be credible non-negative integers (see usage-sanity.ts).
+ * per-second price of video. Prompt tokens read from or written to a prompt cache cost
+ * `cachedInputPerMillion` / `cacheWritePerMillion`, the input price when the model has none.
+ * Inputs must be credible non-negative integers, the cache counts within the prompt (usage-sanity.ts).
  */
 export function priceOf(pricing: ModelPricing, u: BillableUsage): number {
-  const tokens = (u.promptTokens ?? 0) * (pricing.inputPerMillion ?? 0) + (u.completionTokens ?? 0) * (pricing.outputPerMillion ?? 0);
+  const input = pricing.inputPerMillion ?? 0;
+  const cached = u.cachedTokens ?? 0;
+  const written = u.cacheWriteTokens ?? 0;
+  const tokens = ((u.promptTokens ?? 0) - cached - written) * input
+    + cached * (pricing.cachedInputPerMillion ?? input)
+    + written * (pricing.cacheWritePerMillion ?? input)
+    + (u.completionTokens ?? 0) * (pricing.outputPerMillion ?? 0);
   return Math.ceil(tokens / 1_000_000) + (u.seconds ?? 0) * (pricing.perSecond ?? 0);
 }

@@ -4,7 +4,7 @@
  * directory use exactly this API. Guide: docs/writing-a-plugin.md in the reelay repository.
  */
 export { PLUGIN_API_VERSION, SDK_VERSION } from "./version.ts";
-export { definePlugin, type ReelayPlugin, type PluginDefinition, type OptionsOf, type PluginContext, type HostServices, type DecodedImage, type ModelDeclaration, type ModelPricing } from "./plugin.ts";
+export { definePlugin, type ReelayPlugin, type PluginDefinition, type OptionsOf, type PluginContext, type HostServices, type DecodedImage, type ModelDeclaration, type ModelPricing, MODEL_PRICE_KEYS } from "./plugin.ts";
 export {
   CAPABILITIES, MAX_HANDLE_LENGTH,
   type Capability, type CallOptions, type PluginLogger, type ModelInstance,

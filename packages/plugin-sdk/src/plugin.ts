@@ -16,9 +16,20 @@ export interface ModelPricing {
   inputPerMillion?: number;
   /** chat: per million output tokens */
   outputPerMillion?: number;
+  /**
+   * chat: per million prompt tokens the upstream read from its prompt cache (OpenAI's
+   * `prompt_tokens_details.cached_tokens`, Anthropic's `cache_read_input_tokens`); without it they
+   * cost `inputPerMillion`
+   */
+  cachedInputPerMillion?: number;
+  /** chat: per million prompt tokens written to the upstream's prompt cache (Anthropic's `cache_creation_input_tokens`); without it, `inputPerMillion` */
+  cacheWritePerMillion?: number;
   /** video: per second of output */
   perSecond?: number;
 }
+
+/** Every price a model may have: the models file and plugin declarations accept these keys only. */
+export const MODEL_PRICE_KEYS = ["inputPerMillion", "outputPerMillion", "cachedInputPerMillion", "cacheWritePerMillion", "perSecond"] as const satisfies ReadonlyArray<keyof ModelPricing>;
 
 /** A model a plugin declares by itself (served without any config entry). */
 export interface ModelDeclaration {

@@ -15,12 +15,28 @@ const Model = t.Object(
       description: "What the model serves (an extension to OpenAI's model object): chat → POST /v1/chat/completions, embeddings → POST /v1/embeddings, video → POST /v1/videos/generations.",
     }),
     description: t.Optional(t.String({ description: "what the model does, when its plugin or the models file says (reelay extension)" })),
+    pricing: t.Object(
+      {
+        input_per_million: t.Optional(t.Integer({ description: "per million input tokens" })),
+        output_per_million: t.Optional(t.Integer({ description: "per million output tokens" })),
+        cached_input_per_million: t.Optional(t.Integer({ description: "per million input tokens read from the upstream's prompt cache (absent: the input price)" })),
+        cache_write_per_million: t.Optional(t.Integer({ description: "per million input tokens written to the upstream's prompt cache (absent: the input price)" })),
+        per_second: t.Optional(t.Integer({ description: "per second of video" })),
+      },
+      { description: "What a request costs, in micro-dollars (1 USD = 1,000,000); only the prices the model has (reelay extension)." },
+    ),
   },
-  { examples: [{ id: "use-lite", object: "model", created: 1763760000, owned_by: "reelay", capabilities: ["embeddings"] }] },
+  { examples: [{ id: "use-lite", object: "model", created: 1763760000, owned_by: "reelay", capabilities: ["embeddings"], pricing: { input_per_million: 20_000 } }] },
 );
+
+const PRICE_FIELDS = [
+  ["inputPerMillion", "input_per_million"], ["outputPerMillion", "output_per_million"], ["cachedInputPerMillion", "cached_input_per_million"],
+  ["cacheWritePerMillion", "cache_write_per_million"], ["perSecond", "per_second"],
+] as const;
 
 const view = (m: RegisteredModel) => ({
   id: m.id, object: "model" as const, created: m.createdAt, owned_by: m.ownedBy, capabilities: m.capabilities, ...(m.description ? { description: m.description } : {}),
+  pricing: Object.fromEntries(PRICE_FIELDS.filter(([k]) => m.pricing[k] !== undefined).map(([k, field]) => [field, m.pricing[k]])),
 });
 
 /** GET /v1/models: the models this key may use, in OpenAI's list shape. */
