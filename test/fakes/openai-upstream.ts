@@ -29,7 +29,8 @@
  * Usage. prompt_tokens follows OpenAI's cookbook formula with cl100k_base: per message 3 + tokens
  * of each string value (role, content, name; content parts contribute their `text`) + 1 when `name`
  * is present, plus 3 for the reply priming. completion_tokens = N. Embeddings: prompt_tokens = sum
- * of cl100k_base tokens of the inputs (token-array inputs count their length).
+ * of cl100k_base tokens of the inputs (token-array inputs count their length). `cachedTokens` adds
+ * `prompt_tokens_details: {cached_tokens}` (a prompt-cache hit, counted inside prompt_tokens).
  *
  * Streaming follows OpenAI: with `stream_options.include_usage` every chunk has `"usage": null`
  * and a last chunk `{choices: [], usage}` precedes `data: [DONE]`. Like vLLM, when also
@@ -101,6 +102,8 @@ export interface FakeBehaviour {
   garbageBody?: string;
   /** with `status`: send this Retry-After header (seconds) */
   retryAfter?: number;
+  /** report this many of the prompt tokens as read from the prompt cache (`prompt_tokens_details.cached_tokens`, as given: may exceed the prompt) */
+  cachedTokens?: number;
 }
 
 export interface RecordedRequest {
@@ -289,9 +292,11 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     return { n: Math.max(0, Math.min(max, b.tokens ?? opts.tokens ?? 16)), max };
   }
 
-  function usage(body: any, completion: number) {
+  function usage(body: any, completion: number, b: FakeBehaviour) {
     const prompt = fakePromptTokens(body.messages);
-    return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+    // OpenAI counts prompt-cache hits inside prompt_tokens and names them in prompt_tokens_details
+    const cached = b.cachedTokens === undefined ? {} : { prompt_tokens_details: { cached_tokens: b.cachedTokens, audio_tokens: 0 } };
+    return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, ...cached };
   }
 
   /** Put the behaviour's raw usage text in place of every usage object of a JSON text. */
@@ -306,7 +311,7 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
       return {
         id: "chatcmpl-fake", object: "chat.completion", created: 1700000000, model: body.model,
         choices: [{ index: 0, message: { role: "assistant", content: null, tool_calls: calls.calls, refusal: null }, logprobs: null, finish_reason: "tool_calls" }],
-        ...(b.omitUsage ? {} : { usage: usage(body, calls.tokens) }),
+        ...(b.omitUsage ? {} : { usage: usage(body, calls.tokens, b) }),
       };
     }
     const scripted = scriptedReply(body, b);
@@ -317,7 +322,7 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
           index: 0, message: { role: "assistant", content: scripted.pieces.join(""), ...(b.reasoning !== undefined ? { reasoning_content: b.reasoning } : {}), refusal: null },
           logprobs: null, finish_reason: scripted.pieces.length === scripted.max ? "length" : "stop",
         }],
-        ...(b.omitUsage ? {} : { usage: usage(body, scripted.reasoning.length + scripted.pieces.length) }),
+        ...(b.omitUsage ? {} : { usage: usage(body, scripted.reasoning.length + scripted.pieces.length, b) }),
       };
     }
     const { n, max } = replyLength(body, b);
@@ -325,7 +330,7 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
       id: "chatcmpl-fake", object: "chat.completion", created: 1700000000, model: body.model,
       choices: [{ index: 0, message: { role: "assistant", content: replyText(n), refusal: null },
         logprobs: null, finish_reason: n === max ? "length" : "stop" }],
-      ...(b.omitUsage ? {} : { usage: usage(body, n) }),
+      ...(b.omitUsage ? {} : { usage: usage(body, n, b) }),
     };
   }
 
@@ -350,7 +355,7 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     const base = { id: "chatcmpl-fake", object: "chat.completion.chunk", created: 1700000000, model: body.model };
     const chunk = (choices: unknown[], sent: number) => JSON.stringify({
       ...base, choices,
-      ...(continuous ? { usage: usage(body, sent) } : includeUsage ? { usage: null } : {}),
+      ...(continuous ? { usage: usage(body, sent, b) } : includeUsage ? { usage: null } : {}),
     });
     const write = (data: string) => { if (!res.destroyed) res.write(`data: ${rawUsage(data, b)}\n\n`); };
     const sleep = async (ms?: number) => { if (ms) await Bun.sleep(ms); return !res.destroyed; };
@@ -380,7 +385,7 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
       if (!(await sleep(b.delayBetweenChunksMs))) return;
       const finish = calls ? "tool_calls" : scripted!.pieces.length === scripted!.max ? "length" : "stop";
       write(chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: finish }], completion));
-      if (includeUsage) write(JSON.stringify({ ...base, choices: [], usage: usage(body, completion) }));
+      if (includeUsage) write(JSON.stringify({ ...base, choices: [], usage: usage(body, completion, b) }));
       write("[DONE]");
       rec.completed = true;
       res.end();
@@ -416,7 +421,7 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     }
     if (!(await sleep(b.delayBetweenChunksMs))) return;
     write(chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: n === max ? "length" : "stop" }], n));
-    if (includeUsage) write(JSON.stringify({ ...base, choices: [], usage: usage(body, n) }));
+    if (includeUsage) write(JSON.stringify({ ...base, choices: [], usage: usage(body, n, b) }));
     write("[DONE]");
     rec.completed = true;
     res.end();
