@@ -14,7 +14,7 @@
 export { accountNotFound, adjust, clientBalance, getBalance, grant, leasedIdle, type Balance, type OperatorBalance } from "./credits.ts";
 export { hold, sweepExpiredHolds, type Hold } from "./exact-holds.ts";
 export { settleBatch, settleOne, type Settlement, type SettlementResult, type SingleSettlement } from "./settle-batch.ts";
-export { priceOf, type BillableUsage } from "./price.ts";
+export { priceOf, worstPriceOf, type BillableUsage } from "./price.ts";
 export { CreditEngine, unavailable, type Approval } from "./engine.ts";
 export type { BillingConfig } from "../config.ts";
 export { Charge, openCharge, settlementOf, type ChargeSpec, type OutcomeFacts, type SettleOutcome } from "./charge.ts";

@@ -3,7 +3,7 @@
  * Prices are micro-dollars per million tokens; a request is rounded up once, whatever its parts.
  */
 import { describe, expect, test } from "bun:test";
-import { priceOf } from "./price.ts";
+import { priceOf, worstPriceOf } from "./price.ts";
 import { credibleCacheCounts, credibleCount } from "./usage-sanity.ts";
 
 /** Claude-like: $3 input, $15 output, $0.30 cache reads, $3.75 cache writes */
@@ -27,6 +27,14 @@ describe("priceOf with prompt-cache prices", () => {
     // only one of the two prices given: the other falls back to the input price
     expect(priceOf({ ...PLAIN, cachedInputPerMillion: 0 }, { promptTokens: 1_000, cachedTokens: 1_000, cacheWriteTokens: 0 })).toBe(0);
     expect(priceOf({ ...PLAIN, cacheWritePerMillion: 6_000_000 }, { promptTokens: 1_000, cachedTokens: 500, cacheWriteTokens: 500 })).toBe(500 * 3 + 500 * 6);
+  });
+});
+
+describe("worstPriceOf (what a hold covers)", () => {
+  test("every prompt token at the dearest prompt price: a cache write when it costs more than a fresh token", () => {
+    expect(worstPriceOf(CACHED, { promptTokens: 1_000, completionTokens: 10 })).toBe(3_750 + 150);
+    expect(worstPriceOf(PLAIN, { promptTokens: 1_000, completionTokens: 10 })).toBe(3_000 + 150);
+    expect(worstPriceOf({ ...PLAIN, cacheWritePerMillion: 1_000_000 }, { promptTokens: 1_000, completionTokens: 10 })).toBe(3_000 + 150);
   });
 });
 

@@ -29,3 +29,13 @@ export function priceOf(pricing: ModelPricing, u: BillableUsage): number {
     + (u.completionTokens ?? 0) * (pricing.outputPerMillion ?? 0);
   return Math.ceil(tokens / 1_000_000) + (u.seconds ?? 0) * (pricing.perSecond ?? 0);
 }
+
+/**
+ * The most `u` can cost once the upstream says how its prompt was served: every prompt token at
+ * the dearest prompt price (a cache write costs more than a fresh token at Anthropic: 1.25×). What
+ * a request's hold covers.
+ */
+export function worstPriceOf(pricing: ModelPricing, u: Pick<BillableUsage, "promptTokens" | "completionTokens">): number {
+  const writesCostMore = (pricing.cacheWritePerMillion ?? 0) > (pricing.inputPerMillion ?? 0);
+  return priceOf(pricing, { ...u, cacheWriteTokens: writesCostMore ? u.promptTokens : 0 });
+}

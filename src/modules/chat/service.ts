@@ -3,7 +3,7 @@
  * settle on the real usage. Streaming continues in relay-stream.ts.
  */
 import type { Principal } from "../../auth/authenticate-key.ts";
-import { ABSURD_TOKENS, openCharge, priceOf, type Charge } from "../../billing/index.ts";
+import { ABSURD_TOKENS, openCharge, worstPriceOf, type Charge } from "../../billing/index.ts";
 import type { AppDeps } from "../../deps.ts";
 import { fallbackModels, resolveModel } from "../../registry/resolve-model.ts";
 import type { RequestFacts } from "../../ops/hooks.ts";
@@ -127,7 +127,7 @@ export async function prepareChat(deps: AppDeps, call: ChatCall): Promise<Prepar
     const output = clampOutput(call.body, m, promptEstimate);
     maxOutput = Math.max(maxOutput, output.maxOutput);
     // an absurd `n` or max_tokens makes an absurd worst case: a 402, not an arithmetic error
-    const cost = Math.min(Number.MAX_SAFE_INTEGER, priceOf(m.pricing, { promptTokens: promptEstimate, completionTokens: output.maxOutput * choices }));
+    const cost = Math.min(Number.MAX_SAFE_INTEGER, worstPriceOf(m.pricing, { promptTokens: promptEstimate, completionTokens: output.maxOutput * choices }));
     if (cost > worst.cost || (cost === worst.cost && output.maxOutput > worst.output)) worst = { cost, output: output.maxOutput, model: m };
     return { model: m, chat: m.instance.chat!, forwarded: output.forwarded as PluginChatRequest, allowed: chatAllowance(call.body, m, promptEstimate, output, choices) };
   });
