@@ -213,6 +213,7 @@ export function waitingInstance(instance: HostInstance, loader: ModelLoader): Ho
   };
   return {
     chat: guard(instance.chat, ["complete"], ["stream"]),
+    messages: guard(instance.messages, ["create", "countTokens"], ["stream"]),
     embeddings: guard(instance.embeddings, ["embed"]),
     video: guard(instance.video, ["submit", "poll", "cancel"]),
     load: instance.load.bind(instance),

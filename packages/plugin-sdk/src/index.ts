@@ -9,19 +9,21 @@ export {
   CAPABILITIES, MAX_HANDLE_LENGTH,
   type Capability, type CallOptions, type PluginLogger, type ModelInstance,
   type ChatCapability, type ChatResult, type ChatStreamEvent, type TokenUsage,
+  type MessagesCapability, type MessagesCallOptions, type MessagesResult,
   type EmbeddingsCapability, type EmbeddingsRequest, type EmbeddingsResult,
   type VideoCapability, type VideoRequest, type VideoPollResult,
 } from "./capabilities.ts";
 export type * from "./openai-chat.ts";
+export { chatUsageOfMessages, type AnthropicMessage, type MessagesContentBlock, type MessagesInputMessage, type MessagesRequest, type MessagesStreamEvent, type MessagesUsage } from "./anthropic-messages.ts";
 export { PluginError, isPluginError, readPluginError, defaultRetryable, PLUGIN_ERROR_KINDS, PLUGIN_ERROR_BRAND, type PluginErrorKind, type PluginErrorOptions, type PluginErrorFields } from "./errors.ts";
 export { describeFailure, type ClientFailure, type ClientErrorType } from "./failure.ts";
 export { callUpstream, UpstreamResponse, DEFAULT_UPSTREAM_TIMEOUTS, DEFAULT_MAX_BODY_BYTES, type UpstreamRequest, type UpstreamOptions, type UpstreamTimeouts } from "./upstream.ts";
 export { parseErrorBody, upstreamHttpError, type ErrorBody } from "./error-body.ts";
-export { readSse, type SseOptions } from "./sse.ts";
+export { readSse, readMessagesSse, type SseOptions } from "./sse.ts";
 export { readNdjson, type NdjsonOptions } from "./ndjson.ts";
 export { chatChunks, chunkEvent, usageOf, DONE_EVENT, type ChunkOptions } from "./chunks.ts";
 export { SafeFetchError, isSafeFetchError, downloadFailure, readBodyCapped, SAFE_FETCH_ERROR_BRAND, type SafeFetchOptions, type SafeFetchErrorCode } from "./safe-fetch.ts";
-export { problemWithUsage, problemWithChatResult, problemWithStreamEvent, problemWithEmbeddings, problemWithHandle, problemWithPollResult, problemsWithInstance, isMp4, show, type UsageAllowance } from "./checks.ts";
+export { problemWithUsage, problemWithChatResult, problemWithStreamEvent, problemWithMessagesResult, problemWithMessagesEvent, problemWithTokenCount, problemWithEmbeddings, problemWithHandle, problemWithPollResult, problemsWithInstance, isMp4, show, type UsageAllowance } from "./checks.ts";
 export { Type, type Static, type TSchema, type TObject } from "./options.ts";
 export { workerUrl } from "./worker-url.ts";
 export { checkOptions, type OptionProblem } from "./option-check.ts";
