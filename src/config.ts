@@ -8,7 +8,7 @@
 import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import ipaddr from "ipaddr.js";
-import { MODEL_PRICE_KEYS, type ModelPricing } from "./plugin-sdk/index.ts";
+import type { ModelPricing } from "./plugin-sdk/index.ts";
 
 /** The credit engine's settings (billing/engine.ts), from REELAY_BILLING_* and REELAY_LEASE_* */
 export interface BillingConfig {
@@ -275,7 +275,12 @@ function cidrs(env: Env, key: string): string[] {
   });
 }
 
-const PRICE_KEYS = MODEL_PRICE_KEYS;
+/**
+ * The SDK's MODEL_PRICE_KEYS, written out: config.ts is read before listening and must not load the
+ * SDK package (test/architecture). A price the SDK adds and this list misses fails the type check.
+ */
+const PRICE_KEYS = ["inputPerMillion", "outputPerMillion", "cachedInputPerMillion", "cacheWritePerMillion", "perSecond"] as const satisfies ReadonlyArray<keyof ModelPricing>;
+const _everyPrice: Record<Exclude<keyof ModelPricing, (typeof PRICE_KEYS)[number]>, never> = {};
 
 export interface ModelsFile {
   models: ModelConfig[];
