@@ -64,7 +64,9 @@ export function outcomeOf(err: PluginError, ms: number): AttemptOutcome {
     const retryAfterMs = (status === 429 || status === 503) && err.retryAfterSeconds ? err.retryAfterSeconds * 1000 : undefined;
     return { ok: false, kind: `http_${status}`, ms, retryAfterMs, countsAgainst: counts };
   }
-  return { ok: false, kind: err.kind, ms, countsAgainst: err.kind !== "invalid_request" };
+  // an upstream that says how long it is overloaded is left alone that long, as after a 503 with Retry-After
+  const retryAfterMs = err.kind === "overloaded" && err.retryAfterSeconds ? err.retryAfterSeconds * 1000 : undefined;
+  return { ok: false, kind: err.kind, ms, retryAfterMs, countsAgainst: err.kind !== "invalid_request" };
 }
 
 /** Refused by one deployment's configuration (key, URL, model name), not by the request. */

@@ -5,6 +5,7 @@ import {
   problemWithPollResult, problemWithStreamEvent, problemWithUsage, readPluginError, Type, usageOf,
   chatUsageOfMessages, problemWithMessagesEvent, problemWithMessagesResult, problemWithTokenCount,
 } from "../src/index.ts";
+import { problemWithMessagesGrammar } from "../src/contract/index.ts";
 
 describe("chatChunks", () => {
   test("every event carries its data and the same JSON; the usage chunk has choices: []", () => {
@@ -62,6 +63,22 @@ describe("the host's checks", () => {
     // what is not a count stays as it came, for the host to judge
     expect(chatUsageOfMessages({ input_tokens: "10", output_tokens: 5 })).toMatchObject({ prompt_tokens: "10", completion_tokens: 5 });
     expect(chatUsageOfMessages({ input_tokens: 10, output_tokens: 5, cache_read_input_tokens: -3 })).toMatchObject({ prompt_tokens: 10, prompt_tokens_details: { cached_tokens: -3 } });
+  });
+
+  test("the Messages stream grammar: the bugs other gateways shipped are caught", () => {
+    const ev = (event: string, index?: number) => ({ event, json: { type: event, ...(index === undefined ? {} : { index }) } });
+    const good = [ev("message_start"), ev("ping"), ev("content_block_start", 0), ev("content_block_delta", 0), ev("content_block_stop", 0), ev("content_block_start", 1), ev("content_block_delta", 1), ev("content_block_stop", 1), ev("message_delta"), ev("message_stop")];
+    expect(problemWithMessagesGrammar(good)).toBeNull();
+    // non-contiguous block indices (new-api#5483)
+    expect(problemWithMessagesGrammar([...good.slice(0, 5), ev("content_block_start", 2), ...good.slice(6)])).toContain("block 2 starts where block 1 was due");
+    // a doubled message_start (litellm#32357)
+    expect(problemWithMessagesGrammar([ev("message_start"), ...good])).toBe("message_start is sent more than once");
+    // a thinking delta inside another block / two blocks open at once (bifrost#4556)
+    expect(problemWithMessagesGrammar([...good.slice(0, 3), ev("content_block_start", 1), ...good.slice(3)])).toContain("starts while block 0 is open");
+    expect(problemWithMessagesGrammar([...good.slice(0, 5), ev("content_block_delta", 0), ...good.slice(5)])).toContain("a delta for block 0 while no block is open");
+    expect(problemWithMessagesGrammar([...good.slice(0, 4), ev("message_delta"), ev("message_stop")])).toBe("message_delta while block 0 is still open");
+    expect(problemWithMessagesGrammar(good.slice(0, -1))).toContain("not message_stop");
+    expect(problemWithMessagesGrammar([...good.slice(0, -2), ev("message_stop")])).toContain("no message_delta");
   });
 
   test("an MP4 starts with a well-formed ftyp box", () => {
