@@ -93,7 +93,7 @@ function conversation(messages: ChatMessage[]): { system: MessagesContentBlock[]
       case "tool": {
         const id = (m as { tool_call_id?: unknown }).tool_call_id;
         if (typeof id !== "string" || !open.has(id)) {
-          throw new PluginError("invalid_request", `${at} answers tool call ${JSON.stringify(id)}, which the assistant message before it did not make (each tool message answers one tool call of the assistant message just before it).`, { param: `${at}.tool_call_id`, code: "invalid_tool_result" });
+          throw new PluginError("invalid_request", `${at} answers tool call ${JSON.stringify(id)}, which the assistant message before it did not make (each tool message answers one tool call of the assistant message just before it).`, { param: `${at}.tool_call_id` });
         }
         open.delete(id);
         const content = typeof m.content === "string" ? m.content : texts(m.content, `${at}.content`).map((text) => ({ type: "text", text }));
@@ -187,9 +187,9 @@ function assistantBlocks(m: { content?: unknown; tool_calls?: unknown; thinking_
     try {
       input = c.function?.arguments ? JSON.parse(c.function.arguments) : {};
     } catch {
-      throw new PluginError("invalid_request", `${here}.function.arguments is not JSON; this model takes tool arguments as a JSON object.`, { param: `${here}.function.arguments`, code: "invalid_tool_arguments" });
+      throw new PluginError("invalid_request", `${here}.function.arguments is not JSON; this model takes tool arguments as a JSON object.`, { param: `${here}.function.arguments` });
     }
-    if (!isObject(input)) throw new PluginError("invalid_request", `${here}.function.arguments must be a JSON object.`, { param: `${here}.function.arguments`, code: "invalid_tool_arguments" });
+    if (!isObject(input)) throw new PluginError("invalid_request", `${here}.function.arguments must be a JSON object.`, { param: `${here}.function.arguments` });
     blocks.push({ type: "tool_use", id: c.id, name: c.function?.name, input });
   }
   return blocks;
