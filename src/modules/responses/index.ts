@@ -5,6 +5,7 @@ import { badRequest } from "../../errors.ts";
 import { authErrors, ErrorEnvelope } from "../../http/schemas.ts";
 import { requireKey } from "../../http/require-key.ts";
 import { InputItemsQuery, ResponseIdParams, ResponseObject, ResponsesRequest } from "./model.ts";
+import { reasoningSeal } from "./reasoning-seal.ts";
 import { createResponse, listInputItems, readResponse, removeResponse } from "./service.ts";
 import { sweepExpiredResponses } from "./store.ts";
 
@@ -13,7 +14,7 @@ const STORAGE =
   "readable only by keys of the same account; the operator can turn storage off (REELAY_RESPONSES_STORE=off: `store: true`, `previous_response_id` and `item_reference` are then a 400).";
 
 /** OpenAI's Responses API over every chat model, billed like chat. */
-export const responsesRoutes = (deps: AppDeps) =>
+export const responsesRoutes = (deps: AppDeps, seal = reasoningSeal(deps.config)) =>
   new Elysia({ prefix: "/v1", tags: ["chat"] })
     .use(requireKey(deps))
     .post(
@@ -21,7 +22,7 @@ export const responsesRoutes = (deps: AppDeps) =>
       ({ body, principal, request, set }) =>
         createResponse(deps, {
           principal, body, requestId: String(set.headers["x-request-id"]), signal: request.signal, startedAt: performance.now(),
-          note: (facts) => deps.requestLog.note(request, facts),
+          note: (facts) => deps.requestLog.note(request, facts), seal,
         }),
       {
         body: ResponsesRequest,
