@@ -16,6 +16,8 @@
 import { spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { fakePromptTokens, type FakeOpenAI } from "../fakes/openai-upstream.ts";
+import { turnCompletionTokens, type ScriptedTurn } from "../fakes/scripted-chat.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 export const CODEX_BIN = join(ROOT, "node_modules/.bin/codex");
@@ -114,4 +116,26 @@ export function runCodex(setup: CodexSetup, args: string[], timeoutMs = 90_000):
       resolve({ code, stdout, stderr });
     });
   });
+}
+
+/**
+ * The task both Codex tests give it: the model (scripted) reasons, has Codex write a file through
+ * its shell tool `exec_command`, then answers; a resumed session gets a third turn.
+ */
+export const CODEX_TASK = {
+  prompt: "Create note.txt saying who made it.",
+  file: "note.txt",
+  content: "made by codex through reelay",
+  resumePrompt: "Are you still there?",
+  turns: [
+    { reasoning: "The user wants a file; I will write it with the shell.", toolCalls: [{ name: "exec_command", arguments: JSON.stringify({ cmd: "printf 'made by codex through reelay' > note.txt" }) }] },
+    { reasoning: "The command succeeded.", reply: "Created note.txt." },
+    { reasoning: "Resumed with the earlier turns.", reply: "Still here: note.txt is written." },
+  ] satisfies ScriptedTurn[],
+};
+
+/** What each chat request the fake answered should have been billed: its prompt at the fake's count, its turn's completion tokens. */
+export function expectedUsage(fake: FakeOpenAI, turns: ScriptedTurn[]) {
+  const sent = fake.requests.filter((r) => r.path === "/v1/chat/completions");
+  return sent.map((r, i) => ({ prompt_tokens: fakePromptTokens(r.body.messages), completion_tokens: turns[i] ? turnCompletionTokens(turns[i]!) : -1 }));
 }

@@ -5,24 +5,21 @@
  * and sends everything this route must take: a `namespace` tool group, a hosted `web_search` tool,
  * `include: ["reasoning.encrypted_content"]`, `store: false`, developer messages, streaming. A
  * second run resumes the session: Codex sends the whole conversation back, sealed reasoning
- * included, and the model gets it all.
+ * included, and the model gets it all. (The same flow through the compiled binary:
+ * test/binary/codex-cli.test.ts.)
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fakePromptTokens, startFakeOpenAI, type FakeOpenAI } from "../../../test/fakes/openai-upstream.ts";
-import { scriptedTurns, turnCompletionTokens, type ScriptedTurn } from "../../../test/fakes/scripted-chat.ts";
-import { runCodex, setUpCodex, type CodexSetup } from "../../../test/support/codex-cli.ts";
+import { startFakeOpenAI, type FakeOpenAI } from "../../../test/fakes/openai-upstream.ts";
+import { scriptedTurns } from "../../../test/fakes/scripted-chat.ts";
+import { CODEX_TASK, expectedUsage, runCodex, setUpCodex, type CodexSetup } from "../../../test/support/codex-cli.ts";
 import { startTestServer, type TestServer } from "../../../test/support/harness.ts";
 import { cost, PRICING } from "../../../test/chat/chat-server.ts";
 
 const CREDITS = 10_000_000;
-const TURNS: ScriptedTurn[] = [
-  { reasoning: "The user wants a file; I will write it with the shell.", toolCalls: [{ name: "exec_command", arguments: JSON.stringify({ cmd: "printf 'made by codex through reelay' > note.txt" }) }] },
-  { reasoning: "The command succeeded.", reply: "Created note.txt." },
-  { reasoning: "Resumed with the earlier turns.", reply: "Still here: note.txt is written." },
-];
+const { turns: TURNS } = CODEX_TASK;
 
 let dir: string;
 let fake: FakeOpenAI;
@@ -51,24 +48,22 @@ afterAll(async () => {
 const get = async (path: string) => (await fetch(s.url + path, { headers: { authorization: `Bearer ${client.key}` } })).json() as Promise<any>;
 const chatRequests = () => fake.requests.filter((r) => r.path === "/v1/chat/completions");
 
-/** Each upstream call was billed its own usage row at the fake's counts, and the account paid exactly their sum. */
-async function expectBilledExactly(turns: ScriptedTurn[]) {
-  const sent = chatRequests();
-  expect(sent).toHaveLength(turns.length);
-  const expected = sent.map((r, i) => ({ route: "/v1/responses", model: "coder", prompt_tokens: fakePromptTokens(r.body.messages), completion_tokens: turnCompletionTokens(turns[i]!), status: 200 }));
+/** One usage row per upstream call, at the fake's counts, and the account paid exactly their sum. */
+async function expectBilledExactly(turns: number) {
+  const expected = expectedUsage(fake, TURNS);
+  expect(expected).toHaveLength(turns);
   const rows = (await get("/v1/usage?limit=100")).data.reverse();
-  expect(rows.map((u: any) => ({ route: u.route, model: u.model, prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens, status: u.status }))).toEqual(expected);
-  const total = expected.reduce((sum, e) => sum + cost(e.prompt_tokens, e.completion_tokens), 0);
-  expect(rows.map((u: any) => u.cost)).toEqual(expected.map((e) => cost(e.prompt_tokens, e.completion_tokens)));
+  expect(rows.map((u: any) => ({ prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens, cost: u.cost, route: u.route, model: u.model, status: u.status })))
+    .toEqual(expected.map((e) => ({ ...e, cost: cost(e.prompt_tokens, e.completion_tokens), route: "/v1/responses", model: "coder", status: 200 })));
   const acct = await get("/v1/account");
-  expect([acct.balance, acct.held]).toEqual([CREDITS - total, 0]);
+  expect([acct.balance, acct.held]).toEqual([CREDITS - expected.reduce((sum, e) => sum + cost(e.prompt_tokens, e.completion_tokens), 0), 0]);
 }
 
 test("codex exec runs a shell command through exec_command, answers, and the account pays exactly the turns' usage", async () => {
-  const run = await runCodex(codex, ["exec", "--skip-git-repo-check", "Create note.txt saying who made it."]);
+  const run = await runCodex(codex, ["exec", "--skip-git-repo-check", CODEX_TASK.prompt]);
   expect({ code: run.code, stderr: run.code === 0 ? "" : run.stderr }).toEqual({ code: 0, stderr: "" });
-  expect(run.stdout.trim()).toBe("Created note.txt.");
-  expect(readFileSync(join(codex.work, "note.txt"), "utf8")).toBe("made by codex through reelay");
+  expect(run.stdout.trim()).toBe(TURNS[1].reply!);
+  expect(readFileSync(join(codex.work, CODEX_TASK.file), "utf8")).toBe(CODEX_TASK.content);
 
   const [first, second] = chatRequests();
   // what Codex offered, as the model saw it: its functions, the multi-agent namespace flattened, web_search left out
@@ -82,24 +77,24 @@ test("codex exec runs a shell command through exec_command, answers, and the acc
   expect(first!.body.messages[0].role).toBe("system"); // Codex's developer message
   // the second call carries the tool call, with the reasoning that led to it (sealed by reelay, sent back by Codex), and its result
   const call = second!.body.messages.find((m: any) => m.tool_calls);
-  expect(call).toMatchObject({ role: "assistant", reasoning_content: TURNS[0]!.reasoning, tool_calls: [{ type: "function", function: { name: "exec_command", arguments: TURNS[0]!.toolCalls![0]!.arguments } }] });
+  expect(call).toMatchObject({ role: "assistant", reasoning_content: TURNS[0].reasoning, tool_calls: [{ type: "function", function: { name: "exec_command", arguments: TURNS[0].toolCalls![0]!.arguments } }] });
   expect(second!.body.messages.at(-1)).toMatchObject({ role: "tool", tool_call_id: call.tool_calls[0].id });
   expect(second!.body.messages.at(-1).content).toContain("exited with code 0");
-  await expectBilledExactly(TURNS.slice(0, 2));
+  await expectBilledExactly(2);
 }, 120_000);
 
 test("codex exec resume --last sends the first run's conversation back, sealed reasoning included, and is billed", async () => {
-  const run = await runCodex(codex, ["exec", "resume", "--last", "--skip-git-repo-check", "Are you still there?"]);
+  const run = await runCodex(codex, ["exec", "resume", "--last", "--skip-git-repo-check", CODEX_TASK.resumePrompt]);
   expect({ code: run.code, stderr: run.code === 0 ? "" : run.stderr }).toEqual({ code: 0, stderr: "" });
-  expect(run.stdout.trim()).toBe(TURNS[2]!.reply!);
+  expect(run.stdout.trim()).toBe(TURNS[2].reply!);
   const resumed = chatRequests()[2]!.body.messages;
   const conversation = resumed.filter((m: any) => m.role !== "system" && !String(m.content).startsWith("<environment_context>"));
   expect(conversation).toEqual([
-    { role: "user", content: "Create note.txt saying who made it." },
-    { role: "assistant", content: null, reasoning_content: TURNS[0]!.reasoning, tool_calls: [expect.objectContaining({ function: { name: "exec_command", arguments: TURNS[0]!.toolCalls![0]!.arguments } })] },
+    { role: "user", content: CODEX_TASK.prompt },
+    { role: "assistant", content: null, reasoning_content: TURNS[0].reasoning, tool_calls: [expect.objectContaining({ function: { name: "exec_command", arguments: TURNS[0].toolCalls![0]!.arguments } })] },
     expect.objectContaining({ role: "tool" }),
-    { role: "assistant", content: TURNS[1]!.reply, reasoning_content: TURNS[1]!.reasoning },
-    { role: "user", content: "Are you still there?" },
+    { role: "assistant", content: TURNS[1].reply, reasoning_content: TURNS[1].reasoning },
+    { role: "user", content: CODEX_TASK.resumePrompt },
   ]);
-  await expectBilledExactly(TURNS);
+  await expectBilledExactly(3);
 }, 120_000);
