@@ -7,10 +7,14 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import { Writable } from "node:stream";
 import { createParser, type EventSourceMessage } from "eventsource-parser";
+import fc from "fast-check";
 import OpenAI from "openai";
+import { ApiError } from "../../errors.ts";
 import { createLogger } from "../../logger.ts";
 import { startBridgeServer, type BridgeServer } from "../../../test/chat/bridge-server.ts";
-import { flatName } from "./tools.ts";
+import { normalizeInput } from "./input-items.ts";
+import { toChatRequest } from "./to-chat.ts";
+import { flatName, offeredTools } from "./tools.ts";
 
 let t: BridgeServer;
 const logLines: any[] = [];
@@ -220,4 +224,33 @@ test("a tool output with an image (Codex's view_image): the text in the tool mes
     { role: "tool", tool_call_id: "c2", content: "a.png" },
     { role: "user", content: [{ type: "image_url", image_url: { url: png } }] },
   ]);
+});
+
+test("any tools, tool_choice and tool items a client sends: translated or a 400 (ApiError), never another error", () => {
+  // small alphabets, so that odd combinations (a namespace that is a number, a member without a name …) come up often
+  const name = fc.constantFrom<unknown>("f", "lookup", "__x", "", 7, null, ["x"]);
+  const namespace = fc.constantFrom<unknown>(undefined, "crm", "crm__", "", 7, true, {});
+  const member = fc.record({ type: fc.constantFrom<unknown>("function", "custom", "namespace", "web_search", "mcp", 3), name, namespace, tools: fc.array(fc.anything(), { maxLength: 2 }), format: fc.anything(), server_label: name }, { requiredKeys: ["type"] });
+  const tool = fc.oneof(member, fc.record({ type: fc.constant("namespace"), name, tools: fc.oneof(fc.array(member, { maxLength: 3 }), fc.anything()) }), fc.anything());
+  const choice = fc.oneof(fc.constantFrom<unknown>("none", "auto", "required", "other", 5, null),
+    fc.record({ type: fc.constantFrom<unknown>("function", "custom", "allowed_tools", "file_search", "mcp", 3), name, mode: fc.constantFrom<unknown>("auto", "required", 1), tools: fc.oneof(fc.array(member, { maxLength: 3 }), fc.anything()) }, { requiredKeys: ["type"] }));
+  const item = fc.oneof(
+    fc.record({ type: fc.constantFrom("function_call", "custom_tool_call"), call_id: name, name, namespace, arguments: name, input: name }, { requiredKeys: ["type"] }),
+    fc.record({ type: fc.constantFrom("function_call_output", "custom_tool_call_output"), call_id: name, output: fc.oneof(name, fc.array(fc.record({ type: fc.constantFrom("input_text", "input_image", "input_file"), text: name, image_url: name }), { maxLength: 3 })) }, { requiredKeys: ["type"] }),
+    fc.record({ type: fc.constant("reasoning"), encrypted_content: fc.anything(), summary: fc.anything() }, { requiredKeys: ["type"] }),
+  );
+  /** each step on its own, so that a 400 in one (most random tools lists) does not hide the next */
+  const step = <T>(f: () => T): T | undefined => {
+    try {
+      return f();
+    } catch (e) {
+      if (!(e instanceof ApiError) || e.status !== 400) throw e;
+    }
+  };
+  const user = normalizeInput("hi");
+  fc.assert(fc.property(fc.array(tool, { maxLength: 5 }), choice, fc.array(item, { maxLength: 4 }), (tools, tool_choice, items) => {
+    const offered = step(() => offeredTools(tools)) ?? offeredTools([]);
+    const input = step(() => normalizeInput([{ role: "user", content: "hi" }, ...items])) ?? user;
+    step(() => toChatRequest({ body: { model: "m", tool_choice } as any, history: [], input, tools: offered, replayReasoning: () => "earlier" }));
+  }), { numRuns: 1_000 });
 });

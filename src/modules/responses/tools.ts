@@ -147,7 +147,7 @@ export function toolChoice(choice: unknown, offered: OfferedTools): unknown {
   if (typeof c !== "object") throw badChoice();
   if ((c.type === "function" || c.type === "custom") && typeof c.name === "string") return { type: "function", function: { name: chosenName(c.name, offered) } };
   if (c.type === "allowed_tools" && Array.isArray(c.tools)) {
-    const names = c.tools.flatMap((t: any) => ((t?.type === "function" || t?.type === "custom") && typeof t?.name === "string" ? [flatName(t.namespace, t.name)] : []));
+    const names = c.tools.flatMap((t: any) => ((t?.type === "function" || t?.type === "custom") && typeof t?.name === "string" ? [flatName(typeof t.namespace === "string" ? t.namespace : undefined, t.name)] : []));
     if (names.length === 0 && c.mode === "required") throw forcedOmitted(c.tools.map((t: any) => String(t?.type)).join(", "));
     if (names.length === 0) return "none"; // only tools that were left out are allowed: none can be called
     return { type: "allowed_tools", allowed_tools: { mode: c.mode, tools: names.map((name) => ({ type: "function", function: { name } })) } };
