@@ -38,8 +38,8 @@ const crm = {
 const shell = { type: "function", name: "exec_command", description: "Run a command", strict: false, parameters: params({ cmd: { type: "string" } }) };
 const patch = { type: "custom", name: "apply_patch", description: "Edit files with a patch.", format: { type: "grammar", syntax: "lark", definition: 'start: "*** Begin Patch" /(.|\\n)*/' } };
 
-async function post(key: string, body: Record<string, unknown>) {
-  return fetch(t.s.url + "/v1/responses", { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+async function post(key: string, body: Record<string, unknown>, headers: Record<string, string> = {}) {
+  return fetch(t.s.url + "/v1/responses", { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
 }
 async function events(res: Response): Promise<any[]> {
   const out: EventSourceMessage[] = [];
@@ -61,9 +61,10 @@ describe("what Codex CLI sends", () => {
         { type: "message", role: "developer", content: [{ type: "input_text", text: "You are a coding agent." }] },
         { type: "message", role: "user", content: [{ type: "input_text", text: "Hi" }] },
       ],
-    });
+    }, { origin: "https://app.example" });
     expect(res.status).toBe(200);
     expect(res.headers.get("x-reelay-omitted-tools")).toBe("web_search");
+    expect(res.headers.get("access-control-expose-headers")).toContain("x-reelay-omitted-tools"); // readable by browser clients
     const sent = await events(res);
     expect(sent.at(-1)).toMatchObject({ type: "response.completed", response: { status: "completed", store: false, reasoning: { summary: "auto" } } });
     const body = last().body;
