@@ -31,7 +31,7 @@ export interface RequestFacts {
   attempts?: number;
   /** the model the client asked for, when a fallback model served it (`model` is the one that served) */
   requestedModel?: string;
-  /** tools the client offered that the model cannot run, left out of the request (web_search, mcp:… ) */
+  /** tools the client offered that reelay left out (ones only the provider's own servers run) */
   omittedTools?: string[];
 }
 
