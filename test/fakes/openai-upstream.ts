@@ -93,6 +93,8 @@ export interface FakeBehaviour {
   errorEventAfterChunks?: number;
   /** this text as the answer's content instead of the counted words (cut at max tokens) */
   reply?: string;
+  /** the field the reasoning is sent in (default `reasoning_content`; vLLM ≥ 0.10, Ollama and OpenRouter send `reasoning`) */
+  reasoningField?: "reasoning_content" | "reasoning";
   /** `reasoning_content` before the answer (the reply, or the counted words when no reply is set) */
   reasoning?: string;
   /** answer a request that offers tools with these calls (unless its last message is a tool result) */
@@ -311,7 +313,7 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     if (calls) {
       return {
         id: "chatcmpl-fake", object: "chat.completion", created: 1700000000, model: body.model,
-        choices: [{ index: 0, message: { role: "assistant", content: null, ...(b.reasoning !== undefined ? { reasoning_content: b.reasoning } : {}), tool_calls: calls.calls, refusal: null }, logprobs: null, finish_reason: "tool_calls" }],
+        choices: [{ index: 0, message: { role: "assistant", content: null, ...(b.reasoning !== undefined ? { [b.reasoningField ?? "reasoning_content"]: b.reasoning } : {}), tool_calls: calls.calls, refusal: null }, logprobs: null, finish_reason: "tool_calls" }],
         ...(b.omitUsage ? {} : { usage: usage(body, calls.tokens) }),
       };
     }
@@ -320,7 +322,7 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
       return {
         id: "chatcmpl-fake", object: "chat.completion", created: 1700000000, model: body.model,
         choices: [{
-          index: 0, message: { role: "assistant", content: scripted.pieces.join(""), ...(b.reasoning !== undefined ? { reasoning_content: b.reasoning } : {}), refusal: null },
+          index: 0, message: { role: "assistant", content: scripted.pieces.join(""), ...(b.reasoning !== undefined ? { [b.reasoningField ?? "reasoning_content"]: b.reasoning } : {}), refusal: null },
           logprobs: null, finish_reason: scripted.pieces.length === scripted.max ? "length" : "stop",
         }],
         ...(b.omitUsage ? {} : { usage: usage(body, scripted.reasoning.length + scripted.pieces.length) }),
@@ -368,7 +370,7 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     const scripted = calls ? null : scriptedReply(body, b);
     if (calls || scripted) {
       const deltas: Array<Record<string, unknown>> = calls
-        ? [...calls.reasoning.map((p) => ({ reasoning_content: p })), ...calls.calls.flatMap((c, i) => {
+        ? [...calls.reasoning.map((p) => ({ [b.reasoningField ?? "reasoning_content"]: p })), ...calls.calls.flatMap((c, i) => {
           const args = c.function.arguments;
           const third = Math.ceil(args.length / 3) || 1;
           const pieces = [args.slice(0, third), args.slice(third, 2 * third), args.slice(2 * third)].filter((p) => p !== "");
@@ -377,7 +379,7 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
             ...pieces.map((p) => ({ tool_calls: [{ index: i, function: { arguments: p } }] })),
           ];
         })].map((d, i) => (i === 0 ? { role: "assistant", content: null, ...d } : d))
-        : [...scripted!.reasoning.map((p) => ({ reasoning_content: p })), ...scripted!.pieces.map((p) => ({ content: p }))].map((d, i) => (i === 0 ? { role: "assistant", ...d } : d));
+        : [...scripted!.reasoning.map((p) => ({ [b.reasoningField ?? "reasoning_content"]: p })), ...scripted!.pieces.map((p) => ({ content: p }))].map((d, i) => (i === 0 ? { role: "assistant", ...d } : d));
       const completion = calls ? calls.tokens : scripted!.reasoning.length + scripted!.pieces.length;
       for (let i = 0; i < deltas.length; i++) {
         if (i > 0 && !(await sleep(b.delayBetweenChunksMs))) return;

@@ -9,6 +9,7 @@
 import type { BilledChat } from "../chat-bridge/complete.ts";
 import { itemId, type ItemPrefix } from "./ids.ts";
 import type { ResponsesRequest } from "./model.ts";
+import type { ReasoningField } from "./reasoning-seal.ts";
 import { callItem, type ToolTarget } from "./tools.ts";
 
 export interface ResponseContext {
@@ -22,8 +23,8 @@ export interface ResponseContext {
   store: boolean;
   /** chat function name → the tool the client offered */
   tools: Map<string, ToolTarget>;
-  /** seals reasoning text into `encrypted_content`; null when the request did not include it */
-  sealReasoning: ((text: string) => string) | null;
+  /** seals reasoning text (and the field it came in) into `encrypted_content`; null when the request did not include it */
+  sealReasoning: ((text: string, field: ReasoningField) => string) | null;
 }
 
 export type Status = "in_progress" | "completed" | "incomplete" | "failed";
@@ -108,9 +109,8 @@ export function outputFromCompletion(ctx: ResponseContext, completion: any): { o
   const incomplete = incompleteReason(choice?.finish_reason);
   const output: OutputItem[] = [];
   const next = (prefix: ItemPrefix) => itemId(prefix, ctx.stem, "o", output.length);
-  if (typeof message.reasoning_content === "string" && message.reasoning_content !== "") {
-    output.push(reasoningItem(ctx, next("rs"), message.reasoning_content));
-  }
+  const reasoning = reasoningOf(message);
+  if (reasoning) output.push(reasoningItem(ctx, next("rs"), reasoning.text, reasoning.field));
   const toolCalls: any[] = Array.isArray(message.tool_calls) ? message.tool_calls : [];
   const text = typeof message.content === "string" ? message.content : "";
   const refusal = typeof message.refusal === "string" && message.refusal !== "" ? message.refusal : null;
@@ -130,10 +130,17 @@ export function outputFromCompletion(ctx: ResponseContext, completion: any): { o
   return { output, incomplete };
 }
 
+/** A chat message's (or delta's) reasoning: `reasoning_content` (DeepSeek, vLLM's parsers), or `reasoning` (vLLM ≥ 0.10, Ollama, OpenRouter). */
+export function reasoningOf(m: { reasoning_content?: unknown; reasoning?: unknown } | null | undefined): { text: string; field: ReasoningField } | null {
+  if (typeof m?.reasoning_content === "string" && m.reasoning_content !== "") return { text: m.reasoning_content, field: "reasoning_content" };
+  if (typeof m?.reasoning === "string" && m.reasoning !== "") return { text: m.reasoning, field: "reasoning" };
+  return null;
+}
+
 /** A finished reasoning item: the text, and the text sealed when the request included `reasoning.encrypted_content`. */
-export function reasoningItem(ctx: ResponseContext, id: string, text: string): OutputItem {
+export function reasoningItem(ctx: ResponseContext, id: string, text: string, field: ReasoningField): OutputItem {
   return {
     id, type: "reasoning", summary: [], content: [{ type: "reasoning_text", text }],
-    ...(ctx.sealReasoning ? { encrypted_content: ctx.sealReasoning(text) } : {}),
+    ...(ctx.sealReasoning ? { encrypted_content: ctx.sealReasoning(text, field) } : {}),
   };
 }

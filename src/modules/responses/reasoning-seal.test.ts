@@ -67,6 +67,21 @@ describe("include reasoning.encrypted_content", () => {
     ]);
   });
 
+  test("an upstream that names it `reasoning` (vLLM ≥ 0.10, Ollama): a reasoning item too, and given back in that field", async () => {
+    const c = await t.newClient();
+    t.fake.behave({ reasoning: THOUGHT, reasoningField: "reasoning", toolCalls: [{ name: "get_weather", arguments: '{"city":"Paris"}' }] });
+    const stream = c.openai.responses.stream({ model: "chat-a", input: "Weather in Paris?", tools: [weather], include: INCLUDE, store: false });
+    let thought = "";
+    for await (const e of stream) if (e.type === "response.reasoning_text.delta") thought += e.delta;
+    expect(thought).toBe(THOUGHT);
+    const r = await stream.finalResponse();
+    expect(r.output.map((o) => o.type)).toEqual(["reasoning", "function_call"]);
+    t.fake.behave({ tokens: 3 });
+    await c.openai.responses.create({ model: "chat-a", tools: [weather], store: false, input: [{ role: "user", content: "Weather in Paris?" }, ...r.output, { type: "function_call_output", call_id: "call_fake0", output: "sunny" }] as OpenAI.Responses.ResponseInput });
+    expect(assistantOf(last().body.messages)).toMatchObject({ reasoning: THOUGHT, tool_calls: [expect.anything()] });
+    expect(assistantOf(last().body.messages).reasoning_content).toBeUndefined();
+  });
+
   test("a stored conversation continued with previous_response_id gives the sealed reasoning back too", async () => {
     const c = await t.newClient();
     t.fake.behave({ reasoning: THOUGHT, reply: "Sunny." });
@@ -103,7 +118,7 @@ describe("include reasoning.encrypted_content", () => {
 });
 
 describe("the sealing key", () => {
-  const blob = { model: "m", text: "thinking" };
+  const blob = { model: "m", text: "thinking", field: "reasoning" as const };
 
   test("REELAY_SECRET_KEY: instances sharing it open each other's blobs; another key or another account does not", () => {
     const config = { secretKey: "operator-secret-one-0123456789abcdef", databaseUrl: "postgres://x/y", dataDir: "/nonexistent" };

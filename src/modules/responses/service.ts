@@ -19,7 +19,7 @@ import { normalizeInput, type InputItem } from "./input-items.ts";
 import type { ResponsesRequest, StoredResponseBody } from "./model.ts";
 import { outputFromCompletion, responseObject, usageOf, type ResponseBody, type ResponseContext } from "./output.ts";
 import { deleteResponse, getResponse, getResponses, insertResponse, MAX_CHAIN, renewChain, responseChain } from "./store.ts";
-import type { ReasoningSeal } from "./reasoning-seal.ts";
+import type { ReasoningField, ReasoningSeal } from "./reasoning-seal.ts";
 import { ResponsesStream } from "./stream-events.ts";
 import { refuseUnsupported, responsesError, toChatRequest } from "./to-chat.ts";
 import { OMITTED_TOOLS_HEADER, offeredTools } from "./tools.ts";
@@ -53,11 +53,11 @@ export async function createResponse(deps: AppDeps, call: ResponsesCall): Promis
   const tools = offeredTools(body.tools);
   const replayReasoning = (item: { encrypted_content?: string | null }) => {
     const opened = item.encrypted_content ? call.seal.open(item.encrypted_content, principal.accountId) : null;
-    return opened?.model === body.model ? opened.text : null; // only to the model that produced it (reasoning-seal.ts)
+    return opened?.model === body.model ? opened : null; // only to the model that produced it (reasoning-seal.ts)
   };
   const chatBody = toChatRequest({ body, history: history.items, input, tools, replayReasoning });
   const { id, stem } = newResponseId();
-  const sealReasoning = body.include?.includes("reasoning.encrypted_content") ? (text: string) => call.seal.seal({ model: body.model, text }, principal.accountId) : null;
+  const sealReasoning = body.include?.includes("reasoning.encrypted_content") ? (text: string, field: ReasoningField) => call.seal.seal({ model: body.model, text, field }, principal.accountId) : null;
   const ctx: ResponseContext = { id, stem, createdAt: Math.floor(Date.now() / 1000), model: body.model, body, store, tools: tools.targets, sealReasoning };
   // what the model cannot run is left out, and said so (DESIGN: only what the client forces is refused)
   const omitted = tools.omitted.length ? { [OMITTED_TOOLS_HEADER]: tools.omitted.join(", ") } : {};

@@ -14,7 +14,8 @@
 import type { BilledChat } from "../chat-bridge/complete.ts";
 import type { ChatStreamRewriter, StreamError } from "../chat-bridge/stream.ts";
 import { itemId } from "./ids.ts";
-import { incompleteReason, logprobsOf, reasoningItem, responseObject, usageOf, type OutputItem, type ResponseBody, type ResponseContext } from "./output.ts";
+import type { ReasoningField } from "./reasoning-seal.ts";
+import { incompleteReason, logprobsOf, reasoningItem, reasoningOf, responseObject, usageOf, type OutputItem, type ResponseBody, type ResponseContext } from "./output.ts";
 import { callItem, customInput } from "./tools.ts";
 
 type TextKind = "message" | "reasoning";
@@ -30,6 +31,8 @@ export class ResponsesStream implements ChatStreamRewriter {
   private readonly openTools = new Set<number>();
   /** output index → the chat arguments of a custom tool's call, until it is complete */
   private readonly customArgs = new Map<number, string>();
+  /** the chat field the upstream streams its reasoning in */
+  private reasoningField: ReasoningField = "reasoning_content";
   private finish: unknown = null;
   /** response.completed / incomplete / failed was sent: nothing follows it */
   private ended = false;
@@ -45,7 +48,11 @@ export class ResponsesStream implements ChatStreamRewriter {
     const choice = Array.isArray(json?.choices) ? json.choices[0] : undefined;
     if (!choice) return out;
     const d = choice.delta ?? {};
-    if (typeof d.reasoning_content === "string" && d.reasoning_content !== "") out += this.text("reasoning", d.reasoning_content, null);
+    const reasoning = reasoningOf(d);
+    if (reasoning) {
+      this.reasoningField = reasoning.field;
+      out += this.text("reasoning", reasoning.text, null);
+    }
     if (typeof d.content === "string" && d.content !== "") out += this.text("message", d.content, choice.logprobs);
     if (Array.isArray(d.tool_calls)) for (const tc of d.tool_calls) out += this.toolDelta(tc);
     if (choice.finish_reason) this.finish = choice.finish_reason;
@@ -122,7 +129,7 @@ export class ResponsesStream implements ChatStreamRewriter {
       : this.event("response.reasoning_text.done", { item_id: item.id, output_index: index, content_index: 0, text: part.text });
     out += this.event("response.content_part.done", { item_id: item.id, output_index: index, content_index: 0, part });
     if (kind === "message") item.status = incomplete ? "incomplete" : "completed";
-    else if (this.ctx.sealReasoning) Object.assign(item, reasoningItem(this.ctx, item.id, part.text));
+    else if (this.ctx.sealReasoning) Object.assign(item, reasoningItem(this.ctx, item.id, part.text, this.reasoningField));
     return out + this.event("response.output_item.done", { output_index: index, item });
   }
 

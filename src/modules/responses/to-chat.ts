@@ -3,7 +3,8 @@
  * `instructions` → a system message, items → messages (consecutive function_call /
  * custom_tool_call items → one assistant message with tool_calls, their outputs → tool messages, a
  * tool output's images → a user message after the tool results, reelay's sealed reasoning →
- * `reasoning_content` on the assistant message it led to), tools → chat tools (tools.ts),
+ * `reasoning_content` (or `reasoning`, the field it came in) on the assistant message it led to),
+ * tools → chat tools (tools.ts),
  * `text.format` → `response_format`, `max_output_tokens` → `max_tokens` (the field every
  * OpenAI-compatible server reads; clamped by the chat pipeline), `reasoning.effort` →
  * `reasoning_effort`. Fields that only mean something to the Responses API (`client_metadata`,
@@ -13,6 +14,7 @@
 import { ApiError, badRequest } from "../../errors.ts";
 import type { ContentPart, InputItem } from "./input-items.ts";
 import type { ResponsesRequest } from "./model.ts";
+import type { ReasoningField } from "./reasoning-seal.ts";
 import { customArguments, flatName, toolChoice, type OfferedTools } from "./tools.ts";
 
 /** Read here, never forwarded as they are. */
@@ -43,8 +45,8 @@ export interface ChatRequestParts {
   input: InputItem[];
   /** the request's tools as chat tools (tools.ts) */
   tools: OfferedTools;
-  /** the earlier reasoning a reasoning item gives back to this model, if any (reasoning-seal.ts) */
-  replayReasoning(item: Extract<InputItem, { type: "reasoning" }>): string | null;
+  /** the earlier reasoning a reasoning item gives back to this model, and the field it goes in, if any (reasoning-seal.ts) */
+  replayReasoning(item: Extract<InputItem, { type: "reasoning" }>): { text: string; field: ReasoningField } | null;
 }
 
 export function toChatRequest({ body, history, input, tools, replayReasoning }: ChatRequestParts): Record<string, unknown> {
@@ -75,14 +77,14 @@ export function toChatRequest({ body, history, input, tools, replayReasoning }: 
   return chat;
 }
 
-type ChatMessage = { role: string; content?: unknown; tool_calls?: unknown[]; reasoning_content?: string } & Record<string, unknown>;
+type ChatMessage = { role: string; content?: unknown; tool_calls?: unknown[] } & Record<string, unknown>;
 
 function appendMessages(messages: ChatMessage[], items: InputItem[], replayReasoning: ChatRequestParts["replayReasoning"]): void {
   let lastWasAssistant = false; // a tool call right after assistant text joins that message, as the chat API puts them together
-  let reasoning: string | null = null; // earlier reasoning, for the assistant message it led to
+  let reasoning: { text: string; field: ReasoningField } | null = null; // earlier reasoning, for the assistant message it led to
   let images: ContentPart[] = []; // images of tool outputs: a chat tool message holds only text, so they follow the tool results as a user message
   const withReasoning = (m: ChatMessage): ChatMessage => {
-    if (reasoning !== null) m.reasoning_content = reasoning;
+    if (reasoning !== null) m[reasoning.field] = reasoning.text;
     reasoning = null;
     return m;
   };
@@ -126,8 +128,9 @@ function appendMessages(messages: ChatMessage[], items: InputItem[], replayReaso
         break;
       }
       case "reasoning": {
-        const text = replayReasoning(it);
-        if (text !== null) reasoning = (reasoning ?? "") + text;
+        const earlier = replayReasoning(it);
+        const before = reasoning as { text: string } | null; // (assigned in withReasoning too, which TypeScript's narrowing does not see)
+        if (earlier !== null) reasoning = { text: (before?.text ?? "") + earlier.text, field: earlier.field };
         continue; // does not break an assistant turn
       }
       case "item_reference":

@@ -252,6 +252,6 @@ test("any tools, tool_choice and tool items a client sends: translated or a 400 
   fc.assert(fc.property(fc.array(tool, { maxLength: 5 }), choice, fc.array(item, { maxLength: 4 }), (tools, tool_choice, items) => {
     const offered = step(() => offeredTools(tools)) ?? offeredTools([]);
     const input = step(() => normalizeInput([{ role: "user", content: "hi" }, ...items])) ?? user;
-    step(() => toChatRequest({ body: { model: "m", tool_choice } as any, history: [], input, tools: offered, replayReasoning: () => "earlier" }));
+    step(() => toChatRequest({ body: { model: "m", tool_choice } as any, history: [], input, tools: offered, replayReasoning: () => ({ text: "earlier", field: "reasoning_content" }) }));
   }), { numRuns: 1_000 });
 });
