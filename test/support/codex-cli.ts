@@ -134,8 +134,8 @@ export const CODEX_TASK = {
   ] satisfies ScriptedTurn[],
 };
 
-/** What each chat request the fake answered should have been billed: its prompt at the fake's count, its turn's completion tokens. */
-export function expectedUsage(fake: FakeOpenAI, turns: ScriptedTurn[]) {
-  const sent = fake.requests.filter((r) => r.path === "/v1/chat/completions");
+/** What each chat request the fake answered (of `upstreamModel`, if given) should have been billed: its prompt at the fake's count, its turn's completion tokens. */
+export function expectedUsage(fake: FakeOpenAI, turns: ScriptedTurn[], upstreamModel?: string) {
+  const sent = fake.requests.filter((r) => r.path === "/v1/chat/completions" && (upstreamModel === undefined || r.body?.model === upstreamModel));
   return sent.map((r, i) => ({ prompt_tokens: fakePromptTokens(r.body.messages), completion_tokens: turns[i] ? turnCompletionTokens(turns[i]!) : -1 }));
 }

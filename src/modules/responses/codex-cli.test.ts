@@ -5,15 +5,17 @@
  * and sends everything this route must take: a `namespace` tool group, a hosted `web_search` tool,
  * `include: ["reasoning.encrypted_content"]`, `store: false`, developer messages, streaming. A
  * second run resumes the session: Codex sends the whole conversation back, sealed reasoning
- * included, and the model gets it all. (The same flow through the compiled binary:
- * test/binary/codex-cli.test.ts.)
+ * included, and the model gets it all. Under one of OpenAI's newest model names Codex sends its
+ * tools as `additional_tools` items and works in "code mode" (a free-form `exec` tool running
+ * JavaScript that calls its other tools): that runs too. (The exec + resume flow through the
+ * compiled binary: test/binary/codex-cli.test.ts.)
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startFakeOpenAI, type FakeOpenAI } from "../../../test/fakes/openai-upstream.ts";
-import { scriptedTurns } from "../../../test/fakes/scripted-chat.ts";
+import { scriptedTurns, type ScriptedTurn } from "../../../test/fakes/scripted-chat.ts";
 import { CODEX_TASK, expectedUsage, runCodex, setUpCodex, type CodexSetup } from "../../../test/support/codex-cli.ts";
 import { startTestServer, type TestServer } from "../../../test/support/harness.ts";
 import { cost, PRICING } from "../../../test/chat/chat-server.ts";
@@ -30,10 +32,16 @@ let client: { key: string; accountId: string };
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "reelay-codex-"));
   fake = await startFakeOpenAI();
-  fake.script(scriptedTurns(TURNS).pick);
+  const task = scriptedTurns(TURNS);
+  const codeMode = scriptedTurns(CODE_MODE_TURNS);
+  fake.script((body) => (body?.model === "up-sol" ? codeMode.pick(body) : task.pick(body)));
   writeFileSync(join(dir, "models.json"), JSON.stringify({
     builtins: false,
-    models: [{ id: "coder", plugin: "openai-compatible", options: { baseUrl: fake.url, upstreamModel: "up-coder" }, pricing: PRICING }],
+    models: [
+      { id: "coder", plugin: "openai-compatible", options: { baseUrl: fake.url, upstreamModel: "up-coder" }, pricing: PRICING },
+      // a name Codex 0.171 knows as one of OpenAI's newest models (it then sends its tools its newest way)
+      { id: "gpt-6.2-sol", plugin: "openai-compatible", options: { baseUrl: fake.url, upstreamModel: "up-sol" }, pricing: PRICING },
+    ],
   }));
   s = await startTestServer({ REELAY_MODELS_FILE: join(dir, "models.json"), REELAY_SECRET_KEY: "codex-test-operator-secret-0123456789abcdef" });
   client = await s.newClient({ credits: CREDITS });
@@ -45,12 +53,17 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+const CODE_MODE_TURNS: ScriptedTurn[] = [
+  { toolCalls: [{ name: "exec", arguments: JSON.stringify({ input: 'const r = await tools.exec_command({ cmd: "printf code-mode > code.txt" }); text(JSON.stringify(r));' }) }] },
+  { reply: "Ran it in code mode." },
+];
+
 const get = async (path: string) => (await fetch(s.url + path, { headers: { authorization: `Bearer ${client.key}` } })).json() as Promise<any>;
-const chatRequests = () => fake.requests.filter((r) => r.path === "/v1/chat/completions");
+const chatRequests = () => fake.requests.filter((r) => r.path === "/v1/chat/completions" && r.body.model === "up-coder");
 
 /** One usage row per upstream call, at the fake's counts, and the account paid exactly their sum. */
 async function expectBilledExactly(turns: number) {
-  const expected = expectedUsage(fake, TURNS);
+  const expected = expectedUsage(fake, TURNS, "up-coder");
   expect(expected).toHaveLength(turns);
   const rows = (await get("/v1/usage?limit=100")).data.reverse();
   expect(rows.map((u: any) => ({ prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens, cost: u.cost, route: u.route, model: u.model, status: u.status })))
@@ -97,4 +110,23 @@ test("codex exec resume --last sends the first run's conversation back, sealed r
     { role: "user", content: CODEX_TASK.resumePrompt },
   ]);
   await expectBilledExactly(3);
+}, 120_000);
+
+test("under an OpenAI model name: tools sent as additional_tools items, the free-form `exec` tool (code mode) runs JavaScript that runs a shell command", async () => {
+  const other = await s.newClient({ credits: CREDITS });
+  const sol = setUpCodex(join(dir, "sol"), { baseUrl: `${s.url}/v1`, model: "gpt-6.2-sol", key: other.key });
+  const run = await runCodex(sol, ["exec", "--skip-git-repo-check", "Write code.txt."]);
+  expect({ code: run.code, stderr: run.code === 0 ? "" : run.stderr }).toEqual({ code: 0, stderr: "" });
+  expect(run.stdout.trim()).toBe(CODE_MODE_TURNS[1]!.reply!);
+  expect(readFileSync(join(sol.work, "code.txt"), "utf8")).toBe("code-mode");
+  const [first, second] = fake.requests.filter((r) => r.path === "/v1/chat/completions" && r.body.model === "up-sol");
+  // offered: the `functions` namespace's members under their own names (`exec` a one-string function), other groups flattened
+  const exec = first!.body.tools.find((t: any) => t.function.name === "exec");
+  expect(exec.function.parameters).toMatchObject({ required: ["input"], properties: { input: { type: "string" } } });
+  expect(first!.body.tools.map((t: any) => t.function.name)).toContain("collaboration__spawn_agent");
+  // Codex ran the custom tool call and sent its output back
+  expect(second!.body.messages.at(-1)).toMatchObject({ role: "tool", tool_call_id: "call_fake0" });
+  expect(second!.body.messages.at(-1).content).toContain('"exit_code":0');
+  const billed = expectedUsage(fake, CODE_MODE_TURNS, "up-sol").reduce((sum, e) => sum + cost(e.prompt_tokens, e.completion_tokens), 0);
+  expect((await (await fetch(s.url + "/v1/account", { headers: { authorization: `Bearer ${other.key}` } })).json() as any).balance).toBe(CREDITS - billed);
 }, 120_000);

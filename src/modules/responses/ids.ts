@@ -14,7 +14,7 @@ export function newResponseId(): { id: string; stem: string } {
 }
 
 /** "msg_<stem>o0": prefix by item type, `o` for output items and `i` for input items, then the position. */
-export type ItemPrefix = "msg" | "fc" | "rs" | "fco" | "ctc" | "ctco";
+export type ItemPrefix = "msg" | "fc" | "rs" | "fco" | "ctc" | "ctco" | "at";
 export const itemId = (prefix: ItemPrefix, stem: string, where: "o" | "i", index: number) => `${prefix}_${stem}${where}${index}`;
 
 /** The response an item id was made for, or null for ids reelay did not make. */

@@ -22,7 +22,9 @@ export type InputItem =
   | { type: "custom_tool_call"; id?: string; call_id: string; name: string; namespace?: string; input: string; status?: string }
   | { type: "custom_tool_call_output"; id?: string; call_id: string; output: string | ContentPart[] }
   | { type: "reasoning"; id?: string; summary: unknown[]; content?: unknown[]; encrypted_content?: string | null; status?: string }
-  | { type: "item_reference"; id: string };
+  | { type: "item_reference"; id: string }
+  /** more tools offered from here on (Codex sends its tool groups this way for OpenAI's newest models): offered to the model, not a message */
+  | { type: "additional_tools"; id?: string; tools: unknown[] };
 
 const ROLES = new Set<string>(["user", "system", "developer", "assistant"]);
 const unsupported = (message: string, param: string) => badRequest(message, param, "unsupported_parameter");
@@ -64,10 +66,13 @@ function item(raw: Record<string, unknown>, at: string): InputItem {
       return { type: "reasoning", id: optId(raw.id, `${at}.id`), summary: Array.isArray(raw.summary) ? raw.summary : [], ...(Array.isArray(raw.content) ? { content: raw.content } : {}), ...(typeof raw.encrypted_content === "string" ? { encrypted_content: raw.encrypted_content } : {}) };
     case "item_reference":
       return { type: "item_reference", id: str(raw.id, `${at}.id`) };
+    case "additional_tools":
+      if (!Array.isArray(raw.tools)) throw badRequest(`'${at}.tools' must be an array of tools.`, `${at}.tools`);
+      return { type: "additional_tools", id: optId(raw.id, `${at}.id`), tools: raw.tools };
     default:
       if (typeof type !== "string") throw badRequest(`'${at}' must be an input item: a message ({role, content}) or an item with a 'type'.`, `${at}.type`);
       throw unsupported(
-        `'${at}.type' is '${type.slice(0, 64)}': reelay serves chat models and accepts messages, function_call, function_call_output, custom_tool_call, custom_tool_call_output, reasoning and item_reference items (tools OpenAI runs itself are not available).`,
+        `'${at}.type' is '${type.slice(0, 64)}': reelay serves chat models and accepts messages, function_call, function_call_output, custom_tool_call, custom_tool_call_output, reasoning, additional_tools and item_reference items (tools OpenAI runs itself are not available).`,
         `${at}.type`,
       );
   }

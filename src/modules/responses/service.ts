@@ -50,7 +50,8 @@ export async function createResponse(deps: AppDeps, call: ResponsesCall): Promis
   const store = deps.config.responsesStore && body.store !== false;
   const history = body.previous_response_id ? await conversation(deps, principal.accountId, body.previous_response_id) : { items: [], ids: [] };
   const input = await resolveReferences(deps, principal.accountId, normalizeInput(body.input as string | object[] | undefined));
-  const tools = offeredTools(body.tools);
+  // the request's tools, and those that `additional_tools` items of the conversation add
+  const tools = offeredTools([...(body.tools ?? []), ...[...history.items, ...input].flatMap((it) => (it.type === "additional_tools" ? it.tools : []))]);
   const replayReasoning = (item: { encrypted_content?: string | null }) => {
     const opened = item.encrypted_content ? call.seal.open(item.encrypted_content, principal.accountId) : null;
     return opened?.model === body.model ? opened : null; // only to the model that produced it (reasoning-seal.ts)
@@ -135,7 +136,7 @@ async function resolveReferences(deps: AppDeps, accountId: string, items: InputI
 
 /** Input items as stored: each with an id (GET …/input_items lists them; item_reference can name them). */
 function withIds(items: InputItem[], stem: string): InputItem[] {
-  const prefix = { message: "msg", function_call: "fc", function_call_output: "fco", custom_tool_call: "ctc", custom_tool_call_output: "ctco", reasoning: "rs", item_reference: "msg" } as const;
+  const prefix = { message: "msg", function_call: "fc", function_call_output: "fco", custom_tool_call: "ctc", custom_tool_call_output: "ctco", reasoning: "rs", additional_tools: "at", item_reference: "msg" } as const;
   return items.map((it, i) => ("id" in it && it.id ? it : { ...it, id: itemId(prefix[it.type], stem, "i", i) }));
 }
 

@@ -93,7 +93,7 @@ function appendMessages(messages: ChatMessage[], items: InputItem[], replayReaso
     images = [];
   };
   for (const it of items) {
-    if (it.type !== "function_call_output" && it.type !== "custom_tool_call_output" && it.type !== "reasoning") flushImages();
+    if (it.type !== "function_call_output" && it.type !== "custom_tool_call_output" && it.type !== "reasoning" && it.type !== "additional_tools") flushImages();
     switch (it.type) {
       case "message": {
         if (it.role === "assistant") {
@@ -133,6 +133,8 @@ function appendMessages(messages: ChatMessage[], items: InputItem[], replayReaso
         if (earlier !== null) reasoning = { text: (before?.text ?? "") + earlier.text, field: earlier.field };
         continue; // does not break an assistant turn
       }
+      case "additional_tools":
+        continue; // its tools are offered with the request's own (service.ts)
       case "item_reference":
         throw new Error("item references are resolved before translation");
     }

@@ -112,6 +112,22 @@ describe("namespace tools", () => {
     expect([res.status, ((await res.json()) as any).error.param]).toEqual([400, "tools[1].name"]);
   });
 
+  test("tools added by additional_tools items are offered too; members of `functions` (the default namespace) keep their names and come back with it", async () => {
+    const c = await t.newClient();
+    t.fake.behave({ toolCalls: [{ name: "exec", arguments: JSON.stringify({ input: "text(1)" }) }] });
+    const r = await c.openai.responses.create({
+      model: "chat-a", store: false,
+      input: [
+        { type: "additional_tools", role: "developer", tools: [{ type: "namespace", name: "functions", description: "", tools: [{ ...patch, name: "exec" }, { ...shell, name: "wait" }] }, crm] },
+        { role: "user", content: "Go." },
+      ] as any,
+    });
+    expect(last().body.tools.map((x: any) => x.function.name)).toEqual(["exec", "wait", "crm__lookup", "crm__close"]);
+    expect(last().body.messages).toEqual([{ role: "user", content: "Go." }]);
+    expect(r.output[0]).toMatchObject({ type: "custom_tool_call", namespace: "functions", name: "exec", input: "text(1)" });
+    expect(flatName("functions", "exec")).toBe("exec");
+  });
+
   test("flat names: <namespace>__<name> with the delimiter's stray underscores trimmed; over 64 characters cut and made unique by a hash", () => {
     expect(flatName("mcp__calendar__", "__create_event")).toBe("mcp__calendar__create_event");
     expect(flatName(undefined, "exec_command")).toBe("exec_command");

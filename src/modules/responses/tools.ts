@@ -5,8 +5,9 @@
  * - `function` tools are chat function tools.
  * - `namespace` tools (a named group, as Codex sends `multi_agent_v1`) are flattened: each member
  *   becomes a chat function named `<namespace>__<name>`, the flat form Codex itself uses where a
- *   boundary cannot keep the split. A call of that function comes back as a `function_call` with
- *   `namespace` and the member's own `name`, as OpenAI returns it.
+ *   boundary cannot keep the split (members of `functions`, OpenAI's default namespace, keep their
+ *   own names). A call of that function comes back as a `function_call` with `namespace` and the
+ *   member's own `name`, as OpenAI returns it.
  * - `custom` (free-form) tools become a function with one string argument, `input` (the format or
  *   grammar the tool expects is added to its description); a call comes back as a
  *   `custom_tool_call` with that string as `input`. Chat upstreams differ on native custom tools,
@@ -42,6 +43,9 @@ export interface OfferedTools {
 const present = (v: unknown) => v !== undefined && v !== null;
 const unsupported = (message: string, param: string) => badRequest(message, param, "unsupported_parameter");
 
+/** the namespace of top-level tools (OpenAI's `functions.<name>`; Codex: `None`, `""` and `"functions"` are one) */
+const DEFAULT_NAMESPACE = "functions";
+
 /** OpenAI limits chat function names to 64 characters of [A-Za-z0-9_-]. */
 const MAX_NAME = 64;
 
@@ -51,7 +55,7 @@ const MAX_NAME = 64;
  * Deterministic, so earlier calls in the conversation are named the way the model saw them.
  */
 export function flatName(namespace: string | undefined, name: string): string {
-  if (!namespace) return name;
+  if (!namespace || namespace === DEFAULT_NAMESPACE) return name;
   const joined = `${namespace.replace(/_+$/, "")}__${name.replace(/^_+/, "")}`;
   if (joined.length <= MAX_NAME) return joined;
   return `${joined.slice(0, MAX_NAME - 9)}_${createHash("sha256").update(joined).digest("hex").slice(0, 8)}`;
