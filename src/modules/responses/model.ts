@@ -14,7 +14,7 @@ export const ResponsesRequest = t.Object(
   {
     model: t.String({ minLength: 1, maxLength: 256, description: "a chat model id from GET /v1/models (any chat model, whatever its plugin)" }),
     input: t.Optional(t.Union([t.String(), t.Array(Obj())], {
-      description: "a string (one user message), or input items: messages (`input_text`, `input_image`; assistant `output_text`; `developer` → system), `function_call` (with its `namespace`), `function_call_output` (text and images), `custom_tool_call`, `custom_tool_call_output`, `item_reference`, `reasoning` (its text goes back to the model only from reelay's own `encrypted_content`, and only to the model that produced it)",
+      description: "a string (one user message), or input items: messages (`input_text`, `input_image`; assistant `output_text`; `developer` → system), `function_call` (with its `namespace`), `function_call_output` (text and images), `custom_tool_call`, `custom_tool_call_output`, `item_reference`, `additional_tools` (its tools are offered with `tools`), `reasoning` (its text goes back to the model only from reelay's own `encrypted_content`, and only to the model that produced it)",
     })),
     instructions: Nullable(t.String({ description: "a system message put before the input (not carried over by previous_response_id)" })),
     max_output_tokens: Nullable(JsonInteger({ minimum: 1, maximum: INT4_MAX, description: "1 to 2147483647; clamped to the model's maximum output like max_tokens. Reaching it gives status `incomplete`" })),
