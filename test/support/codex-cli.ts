@@ -15,7 +15,7 @@
  */
 import { spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { fakePromptTokens, type FakeOpenAI } from "../fakes/openai-upstream.ts";
 import { turnCompletionTokens, type ScriptedTurn } from "../fakes/scripted-chat.ts";
 
@@ -77,7 +77,8 @@ export function setUpCodex(dir: string, opts: { baseUrl: string; model: string; 
   return {
     work,
     env: {
-      PATH: "/usr/local/bin:/usr/bin:/bin", HOME: home, CODEX_HOME: home, [KEY_ENV]: opts.key,
+      // node runs the npm wrapper (bin/codex.js); bash runs the commands
+      PATH: [...new Set([dirname(Bun.which("node") ?? "/usr/bin/node"), "/usr/local/bin", "/usr/bin", "/bin"])].join(":"), HOME: home, CODEX_HOME: home, [KEY_ENV]: opts.key,
       HTTP_PROXY: closed, HTTPS_PROXY: closed, ALL_PROXY: closed, http_proxy: closed, https_proxy: closed, all_proxy: closed,
       NO_PROXY: "127.0.0.1,localhost", no_proxy: "127.0.0.1,localhost",
     },
