@@ -153,7 +153,40 @@ export function problemsWithInstance(instance: unknown): string[] {
     if (!fn(i.video.submit) || !fn(i.video.poll)) problems.push("video needs submit() and poll() functions");
     if (i.video.cancel !== undefined && !fn(i.video.cancel)) problems.push("video.cancel is not a function");
     for (const k of ["maxConcurrency", "maxQueued", "pollIntervalMs"] as const) if (!positiveInt(i.video[k])) problems.push(`video.${k} must be a positive integer`);
+    if (i.video.sizes !== undefined && (!Array.isArray(i.video.sizes) || i.video.sizes.length === 0 || i.video.sizes.some((v) => !isVideoSize(v)))) {
+      problems.push(`video.sizes must be a non-empty list of "WIDTHxHEIGHT" sizes with even numbers from 16 to 4096 (got ${show(i.video.sizes)})`);
+    }
+    if (i.video.seconds !== undefined && (!Array.isArray(i.video.seconds) || i.video.seconds.length === 0 || i.video.seconds.some((v) => !Number.isSafeInteger(v) || v < 1 || v > 3600))) {
+      problems.push(`video.seconds must be a non-empty list of whole seconds from 1 to 3600 (got ${show(i.video.seconds)})`);
+    }
+    if (i.video.remix !== undefined && typeof i.video.remix !== "boolean") problems.push("video.remix must be true or false");
   }
   for (const k of ["load", "unload", "close"] as const) if (i[k] !== undefined && !fn(i[k])) problems.push(`${k} is not a function`);
+  return problems;
+}
+
+/** "1280x720": even width and height from 16 to 4096 (what an H.264 yuv420p video can be here) */
+export function isVideoSize(v: unknown): v is string {
+  const m = typeof v === "string" ? /^(\d{2,4})x(\d{2,4})$/.exec(v) : null;
+  return !!m && [m[1], m[2]].every((n) => Number(n) >= 16 && Number(n) <= 4096 && Number(n) % 2 === 0);
+}
+
+const PRICE_KEYS = ["inputPerMillion", "outputPerMillion", "perSecond", "perSecondBySize"] as const;
+
+/** A model's prices as the host accepts them (models file, plugin declarations): each problem names its key under `at`. */
+export function problemsWithPricing(pricing: unknown, at = "pricing"): string[] {
+  if (!isObject(pricing)) return [`${at} must be an object`];
+  const problems: string[] = [];
+  const price = (v: unknown) => Number.isSafeInteger(v) && (v as number) >= 0;
+  for (const [k, v] of Object.entries(pricing)) {
+    if (!(PRICE_KEYS as readonly string[]).includes(k)) problems.push(`${at}.${k}: unknown price; expected one of ${PRICE_KEYS.join(", ")}`);
+    else if (k === "perSecondBySize") {
+      if (!isObject(v)) problems.push(`${at}.perSecondBySize must be an object of "WIDTHxHEIGHT": micro-dollars per second`);
+      else for (const [size, p] of Object.entries(v)) {
+        if (!isVideoSize(size)) problems.push(`${at}.perSecondBySize.${size}: not a size like "1280x720" (even numbers from 16 to 4096)`);
+        else if (!price(p)) problems.push(`${at}.perSecondBySize.${size} must be a non-negative integer (micro-dollars)`);
+      }
+    } else if (!price(v)) problems.push(`${at}.${k} must be a non-negative integer (micro-dollars)`);
+  }
   return problems;
 }
