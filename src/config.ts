@@ -8,7 +8,7 @@
 import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import ipaddr from "ipaddr.js";
-import type { ModelPricing } from "./plugin-sdk/index.ts";
+import { isVideoSize, problemsWithPricing, type ModelPricing } from "./plugin-sdk/index.ts";
 
 /** The credit engine's settings (billing/engine.ts), from REELAY_BILLING_* and REELAY_LEASE_* */
 export interface BillingConfig {
@@ -53,6 +53,10 @@ export interface ModelConfig {
   allowPrivateNetwork?: boolean;
   /** chat / embeddings: models tried in order when this one's upstreams all fail before any output (billed at the serving model's prices) */
   fallbacks?: string[];
+  /** video: narrows the sizes the plugin declares (each must be one of them) */
+  sizes?: string[];
+  /** video: narrows the clip lengths (whole seconds) the plugin declares */
+  seconds?: number[];
 }
 
 export interface RateLimitDefaults {
@@ -327,8 +331,6 @@ function cidrs(env: Env, key: string): string[] {
   });
 }
 
-const PRICE_KEYS = ["inputPerMillion", "outputPerMillion", "perSecond"] as const;
-
 export interface ModelsFile {
   models: ModelConfig[];
   /** keep the built-in models (default true); the file's entries replace built-ins of the same id */
@@ -370,21 +372,24 @@ export function parseModels(doc: unknown): ModelConfig[] {
     if (!m || typeof m !== "object") throw new ConfigError(at(""), "expected an object");
     const o = m as Record<string, unknown>;
     for (const k of Object.keys(o)) {
-      if (!["id", "plugin", "options", "pricing", "maxOutputTokens", "contextLength", "ownedBy", "description", "allowPrivateNetwork", "fallbacks"].includes(k)) throw new ConfigError(at(k), "unknown key");
+      if (!["id", "plugin", "options", "pricing", "maxOutputTokens", "contextLength", "ownedBy", "description", "allowPrivateNetwork", "fallbacks", "sizes", "seconds"].includes(k)) throw new ConfigError(at(k), "unknown key");
     }
     if (typeof o.id !== "string" || !/^[A-Za-z0-9][\w.:/-]{0,127}$/.test(o.id)) throw new ConfigError(at("id"), "expected a model id (letters, digits, . _ : / -)");
     if (seen.has(o.id)) throw new ConfigError(at("id"), `duplicate model id "${o.id}"`);
     seen.add(o.id);
     if (typeof o.plugin !== "string" || !o.plugin) throw new ConfigError(at("plugin"), "expected a plugin name");
     if (o.options !== undefined && (typeof o.options !== "object" || o.options === null || Array.isArray(o.options))) throw new ConfigError(at("options"), "expected an object");
-    const pricing: ModelPricing = {};
-    if (o.pricing !== undefined) {
-      if (typeof o.pricing !== "object" || o.pricing === null) throw new ConfigError(at("pricing"), "expected an object");
-      for (const [k, v] of Object.entries(o.pricing)) {
-        if (!(PRICE_KEYS as readonly string[]).includes(k)) throw new ConfigError(at(`pricing.${k}`), `unknown price; expected one of ${PRICE_KEYS.join(", ")}`);
-        if (!Number.isSafeInteger(v) || (v as number) < 0) throw new ConfigError(at(`pricing.${k}`), "must be a non-negative integer (micro-dollars)");
-        pricing[k as keyof ModelPricing] = v as number;
-      }
+    const [priceProblem] = problemsWithPricing(o.pricing ?? {}, at("pricing"));
+    if (priceProblem) {
+      const [key, ...rest] = priceProblem.split(": ");
+      throw new ConfigError(rest.length ? key! : at("pricing"), rest.length ? rest.join(": ") : priceProblem);
+    }
+    const pricing = { ...((o.pricing as ModelPricing | undefined) ?? {}) };
+    if (o.sizes !== undefined && (!Array.isArray(o.sizes) || o.sizes.length === 0 || o.sizes.some((v) => !isVideoSize(v)))) {
+      throw new ConfigError(at("sizes"), 'expected a list of sizes like "1280x720" (even numbers from 16 to 4096)');
+    }
+    if (o.seconds !== undefined && (!Array.isArray(o.seconds) || o.seconds.length === 0 || o.seconds.some((v) => !Number.isSafeInteger(v) || v < 1))) {
+      throw new ConfigError(at("seconds"), "expected a list of whole seconds (positive integers)");
     }
     for (const k of ["maxOutputTokens", "contextLength"] as const) {
       if (o[k] !== undefined && (!Number.isSafeInteger(o[k]) || (o[k] as number) <= 0)) throw new ConfigError(at(k), "must be a positive integer");
@@ -404,6 +409,8 @@ export function parseModels(doc: unknown): ModelConfig[] {
       description: typeof o.description === "string" ? o.description : undefined,
       allowPrivateNetwork: o.allowPrivateNetwork === true ? true : undefined,
       ...(Array.isArray(o.fallbacks) && o.fallbacks.length ? { fallbacks: o.fallbacks as string[] } : {}),
+      ...(o.sizes ? { sizes: o.sizes as string[] } : {}),
+      ...(o.seconds ? { seconds: o.seconds as number[] } : {}),
     };
   });
 }

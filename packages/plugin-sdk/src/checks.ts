@@ -175,18 +175,18 @@ const PRICE_KEYS = ["inputPerMillion", "outputPerMillion", "perSecond", "perSeco
 
 /** A model's prices as the host accepts them (models file, plugin declarations): each problem names its key under `at`. */
 export function problemsWithPricing(pricing: unknown, at = "pricing"): string[] {
-  if (!isObject(pricing)) return [`${at} must be an object`];
+  if (!isObject(pricing)) return [`${at}: must be an object`];
   const problems: string[] = [];
   const price = (v: unknown) => Number.isSafeInteger(v) && (v as number) >= 0;
   for (const [k, v] of Object.entries(pricing)) {
     if (!(PRICE_KEYS as readonly string[]).includes(k)) problems.push(`${at}.${k}: unknown price; expected one of ${PRICE_KEYS.join(", ")}`);
     else if (k === "perSecondBySize") {
-      if (!isObject(v)) problems.push(`${at}.perSecondBySize must be an object of "WIDTHxHEIGHT": micro-dollars per second`);
+      if (!isObject(v)) problems.push(`${at}.perSecondBySize: must be an object of "WIDTHxHEIGHT": micro-dollars per second`);
       else for (const [size, p] of Object.entries(v)) {
         if (!isVideoSize(size)) problems.push(`${at}.perSecondBySize.${size}: not a size like "1280x720" (even numbers from 16 to 4096)`);
-        else if (!price(p)) problems.push(`${at}.perSecondBySize.${size} must be a non-negative integer (micro-dollars)`);
+        else if (!price(p)) problems.push(`${at}.perSecondBySize.${size}: must be a non-negative integer (micro-dollars)`);
       }
-    } else if (!price(v)) problems.push(`${at}.${k} must be a non-negative integer (micro-dollars)`);
+    } else if (!price(v)) problems.push(`${at}.${k}: must be a non-negative integer (micro-dollars)`);
   }
   return problems;
 }
