@@ -47,14 +47,14 @@ export const jsonBody = (rules: BodyRules) =>
 
 /** multipart/form-data → { field: string | File } (a repeated field: its last value) */
 async function parseForm(bytes: Uint8Array, contentType: string): Promise<Record<string, unknown>> {
-  let data: FormData;
+  let data: Awaited<ReturnType<Response["formData"]>>;
   try {
     data = await new Response(bytes, { headers: { "content-type": contentType } }).formData();
   } catch {
     throw badRequest("We could not parse the multipart/form-data body of your request.", null, "invalid_form");
   }
   const fields: Record<string, unknown> = {};
-  for (const [name, value] of data.entries()) {
+  for (const [name, value] of data.entries() as Iterable<[string, string | Blob]>) {
     if (name.includes("\0") || (typeof value === "string" && value.includes("\0"))) throw badRequest(`'${printable(name)}' contains a NUL character (\\u0000), which is not allowed.`, printable(name), "invalid_value");
     fields[name] = value;
   }
