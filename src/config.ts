@@ -8,7 +8,9 @@
 import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import ipaddr from "ipaddr.js";
-import { isVideoSize, problemsWithPricing, type ModelPricing } from "./plugin-sdk/index.ts";
+import type { ModelPricing } from "./plugin-sdk/index.ts";
+// the SDK's own file, not its package: config is read before reelay listens, when no package may be loaded yet (test/architecture)
+import { isVideoSize, problemsWithPricing } from "../packages/plugin-sdk/src/pricing.ts";
 
 /** The credit engine's settings (billing/engine.ts), from REELAY_BILLING_* and REELAY_LEASE_* */
 export interface BillingConfig {

@@ -106,7 +106,7 @@ describe("official openai SDK: client.videos", () => {
     const old: any = await (await client(s.url, c.key).submit({ model: "instant", prompt: "first api", image: PNG.toString("base64"), seconds: 3 })).json();
     await client(s.url, c.key).waitFinal(old.id);
     expect(await openai.videos.retrieve(old.id)).toMatchObject({ id: old.id, object: "video", status: "completed", seconds: "3", size: "480x832", prompt: "first api" });
-    const fresh = await openai.videos.create({ model: "instant", prompt: "second api", size: "624x624" as any, seconds: "2", input_reference: new File([PNG], "a.png", { type: "image/png" }) });
+    const fresh = await openai.videos.create({ model: "instant", prompt: "second api", size: "624x624" as any, seconds: "2" as any, input_reference: new File([PNG], "a.png", { type: "image/png" }) });
     const polled = await client(s.url, c.key).waitFinal(fresh.id);
     expect(polled).toMatchObject({ id: fresh.id, object: "video.generation", status: "completed", seconds: 2, size: "624x624" });
     expect(polled.data[0].format).toBe("mp4");

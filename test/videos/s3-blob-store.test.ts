@@ -33,7 +33,7 @@ describe("video jobs on the S3 blob store", () => {
   test("the MP4, thumbnail, spritesheet and source image are objects in the bucket; /content serves ranges from it; retention deletes them", async () => {
     const c = await s.newClient({ credits: 1_000_000 });
     const openai = sdk(c.key);
-    const v = await openai.videos.create({ model: "preview-motion", prompt: "pan left", seconds: "2", size: "480x832" as any, input_reference: new File([PNG], "a.png", { type: "image/png" }) });
+    const v = await openai.videos.create({ model: "preview-motion", prompt: "pan left", seconds: "2" as any, size: "480x832" as any, input_reference: new File([PNG], "a.png", { type: "image/png" }) });
     await client(s.url, c.key).waitFinal(v.id, 60_000);
     expect((await s3.keys()).filter((k) => k.startsWith(`videos/${v.id}/`))).toEqual(["source", "spritesheet.jpg", "thumbnail.jpg", "video.mp4"].map((f) => `videos/${v.id}/${f}`));
 

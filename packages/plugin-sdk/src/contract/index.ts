@@ -15,7 +15,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { TSchema } from "@sinclair/typebox";
 import type { Capability, ModelInstance } from "../capabilities.ts";
-import { problemsWithInstance, problemsWithPricing } from "../checks.ts";
+import { problemsWithInstance } from "../checks.ts";
+import { problemsWithPricing } from "../pricing.ts";
 import { checkOptions } from "../option-check.ts";
 import type { ChatCompletionRequest } from "../openai-chat.ts";
 import type { ReelayPlugin } from "../plugin.ts";
