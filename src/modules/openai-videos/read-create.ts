@@ -6,7 +6,7 @@
  */
 import { createHash } from "node:crypto";
 import type { AppDeps } from "../../deps.ts";
-import { badRequest } from "../../errors.ts";
+import { badRequest, tooLarge } from "../../errors.ts";
 import { imageFromBytes, imageFromInline, imageFromUrl, type SourceImage } from "../videos/image-input.ts";
 import { MAX_PROMPT_CHARS, MAX_STEPS } from "../videos/model.ts";
 import type { VideoSubmission } from "../videos/submit.ts";
@@ -28,7 +28,7 @@ export async function readCreateRequest(deps: Pick<AppDeps, "config">, body: unk
   let imageId: string | null = null;
   if (reference instanceof Blob) {
     const file = reference;
-    if (file.size > limits.maxImageBytes) throw badRequest(`'input_reference' is ${file.size} bytes; the limit is ${limits.maxImageBytes}.`, "input_reference", "payload_too_large");
+    if (file.size > limits.maxImageBytes) throw tooLarge(`'input_reference' is ${file.size} bytes; the limit is ${limits.maxImageBytes}.`, "input_reference");
     const bytes = new Uint8Array(await file.arrayBuffer());
     imageId = createHash("sha256").update(bytes).digest("hex");
     image = () => imageFromBytes(bytes, limits, "input_reference");
