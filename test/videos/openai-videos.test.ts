@@ -10,6 +10,9 @@ import { decodeImage } from "../../src/media/index.ts";
 import { ffprobe } from "../../src/media/ffprobe.test-helper.ts";
 import { startTestServer, type TestServer } from "../support/harness.ts";
 import { client, pngBase64, PRICE_PER_SECOND, scriptedEnv } from "./support.ts";
+import { blocksCheckedBy } from "../readme/doc-blocks.ts";
+import { parseModelsFile } from "../../src/config.ts";
+import { problemsWithPricing } from "../../src/plugin-sdk/index.ts";
 
 let s: TestServer;
 const PNG = Buffer.from(pngBase64(96, 64), "base64");
@@ -213,4 +216,22 @@ describe("sizes and seconds each model takes", () => {
     expect(usage.find((u) => u.ref === a.id)).toMatchObject({ cost: SIZE_PRICES["480x832"], price_basis: "perSecondBySize[480x832]=20000" });
     expect(usage.find((u) => u.ref === b.id)).toMatchObject({ cost: 2 * PRICE_PER_SECOND, price_basis: `perSecond=${PRICE_PER_SECOND}` });
   }, 60_000);
+});
+
+describe("docs/video.md's examples", () => {
+  const [sdkBlock, narrowBlock, priceBlock] = blocksCheckedBy("test/videos/openai-videos.test.ts");
+
+  test("the SDK example is valid TypeScript calling create, then downloadContent with a variant", () => {
+    expect(() => new Bun.Transpiler({ loader: "ts" }).transformSync(sdkBlock!.code)).not.toThrow();
+    expect(sdkBlock!.code).toContain("openai.videos.create(");
+    expect(sdkBlock!.code).toContain('variant: "thumbnail"');
+  });
+
+  test("the narrowing example is a models file entry with sizes and seconds; the price example passes the pricing check", () => {
+    const file = parseModelsFile((require("yaml") as typeof import("yaml")).parse(narrowBlock!.code));
+    expect(file.models[0]).toMatchObject({ plugin: "preview-video", sizes: ["1280x720"], seconds: [4, 8] });
+    const pricing = (require("yaml") as typeof import("yaml")).parse(priceBlock!.code).pricing;
+    expect(problemsWithPricing(pricing)).toEqual([]);
+    expect(pricing.perSecondBySize["1280x720"]).toBe(100_000);
+  });
 });
