@@ -19,6 +19,7 @@ export function priceText(p: ModelPricing): string {
   if (p.cachedInputPerMillion !== undefined) parts.push(`${usd(p.cachedInputPerMillion)} per 1M cached input tokens`);
   if (p.cacheWritePerMillion !== undefined) parts.push(`${usd(p.cacheWritePerMillion)} per 1M cache-write tokens`);
   if (p.perSecond !== undefined) parts.push(`${usd(p.perSecond)} per second of video`);
+  for (const [size, price] of Object.entries(p.perSecondBySize ?? {})) parts.push(`${usd(price)} per second of video at ${size}`);
   return parts.length ? parts.join(", ") : "free (no price configured)";
 }
 

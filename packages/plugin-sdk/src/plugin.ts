@@ -26,10 +26,12 @@ export interface ModelPricing {
   cacheWritePerMillion?: number;
   /** video: per second of output */
   perSecond?: number;
+  /**
+   * video: per second of output at a given size ("1280x720": 100000), over `perSecond` for that
+   * size (after SDK 1.1.0). Every size the model takes needs a price here or a `perSecond`.
+   */
+  perSecondBySize?: Record<string, number>;
 }
-
-/** Every price a model may have: the models file and plugin declarations accept these keys only. */
-export const MODEL_PRICE_KEYS = ["inputPerMillion", "outputPerMillion", "cachedInputPerMillion", "cacheWritePerMillion", "perSecond"] as const satisfies ReadonlyArray<keyof ModelPricing>;
 
 /** A model a plugin declares by itself (served without any config entry). */
 export interface ModelDeclaration {

@@ -16,10 +16,11 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { TSchema } from "@sinclair/typebox";
 import type { Capability, ModelInstance } from "../capabilities.ts";
 import { problemsWithInstance } from "../checks.ts";
+import { problemsWithPricing } from "../pricing.ts";
 import { checkOptions } from "../option-check.ts";
 import type { MessagesRequest } from "../anthropic-messages.ts";
 import type { ChatCompletionRequest } from "../openai-chat.ts";
-import { MODEL_PRICE_KEYS, type ReelayPlugin } from "../plugin.ts";
+import type { ReelayPlugin } from "../plugin.ts";
 import { testPluginContext, type TestContextOverrides } from "../testing.ts";
 import { PLUGIN_API_VERSION } from "../version.ts";
 import { chatContract } from "./chat.ts";
@@ -102,9 +103,7 @@ export function runPluginContract(name: string, makePlugin: () => ReelayPlugin |
       expect(new Set(ids).size).toBe(ids.length);
       for (const m of plugin.models ?? []) {
         expect(m.id).toMatch(/^[A-Za-z0-9][\w.:/-]{0,127}$/);
-        for (const [k, price] of Object.entries(m.pricing)) {
-          expect({ price: k, valid: (MODEL_PRICE_KEYS as readonly string[]).includes(k) && Number.isSafeInteger(price) && (price as number) >= 0 }).toEqual({ price: k, valid: true });
-        }
+        expect(problemsWithPricing(m.pricing, `models[${m.id}].pricing`)).toEqual([]);
       }
     });
 
