@@ -62,6 +62,7 @@ export const docs = (opts: { webhooks: Record<string, unknown> }) => {
           components: {
             securitySchemes: {
               bearer: { type: "http", scheme: "bearer", description: "a client API key (rl-…)" },
+              apiKey: { type: "apiKey", in: "header", name: "x-api-key", description: "a client API key (rl-…), Anthropic's way: the Messages routes and GET /v1/models take it" },
               admin: { type: "http", scheme: "bearer", description: "the operator's REELAY_ADMIN_TOKEN" },
             },
           },
