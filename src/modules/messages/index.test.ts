@@ -27,7 +27,7 @@ describe("messages.create", () => {
     t.fake.behave({ tokens: 5 });
     const m = await c.anthropic.messages.create({
       model: "chat-a", max_tokens: 10, system: "Be brief.", messages: [{ role: "user", content: "Count slowly." }],
-      temperature: 0.5, top_p: 0.9, top_k: 40, metadata: { user_id: "user-7" },
+      metadata: { user_id: "user-7" }, ...({ temperature: 0.5, top_p: 0.9, top_k: 40 } as {}), // sampling fields the SDK no longer types, still sent by older clients
     });
     const sent = last();
     expect([sent.path, sent.body.model]).toEqual(["/v1/chat/completions", "up-a"]);
@@ -46,7 +46,7 @@ describe("messages.create", () => {
     expect((await t.ledger(c.accountId)).map((l) => l.kind)).toEqual(["grant", "hold", "charge", "release"]);
   });
 
-  test("system blocks with cache_control, content blocks, images (base64 and URL), a mid-conversation system turn; max_tokens clamped → stop_reason max_tokens", async () => {
+  test("system blocks with cache_control, content blocks, images (base64 and URL), a mid-conversation system turn, consecutive user turns; max_tokens clamped → stop_reason max_tokens", async () => {
     const c = await t.newClient();
     t.fake.behave({ tokens: 100 });
     const m = await c.anthropic.messages.create({
@@ -59,20 +59,20 @@ describe("messages.create", () => {
           { type: "image", source: { type: "url", url: "https://example.com/cat.png" }, cache_control: { type: "ephemeral" } },
         ] },
         { role: "assistant", content: [{ type: "thinking", thinking: "Two images.", signature: "sig" }, { type: "text", text: "Deux chats." }] },
-        { role: "system" as "user", content: "Keep it short." }, // Claude Code's mid-conversation system beta
+        { role: "system" as "user", content: "Keep it short." }, // Claude Code's mid-conversation system beta: joins the system prompt
         { role: "user", content: [{ type: "text", text: "Sure?" }, { type: "text", text: "Really?" }] },
+        { role: "user", content: "Certain?" }, // consecutive turns of one role are one turn, as Anthropic combines them
       ],
     });
     expect(last().body.messages).toEqual([
-      { role: "system", content: "You are terse.\nAnswer in French." },
+      { role: "system", content: "You are terse.\nAnswer in French.\n\nKeep it short." },
       { role: "user", content: [
         { type: "text", text: "What are these?" },
         { type: "image_url", image_url: { url: `data:image/png;base64,${PNG}` } },
         { type: "image_url", image_url: { url: "https://example.com/cat.png" } },
       ] },
       { role: "assistant", content: "Deux chats." },
-      { role: "system", content: "Keep it short." },
-      { role: "user", content: "Sure?\nReally?" },
+      { role: "user", content: "Sure?\nReally?\nCertain?" },
     ]);
     expect(last().body.max_tokens).toBe(MAX_OUTPUT);
     expect([m.stop_reason, m.usage.output_tokens]).toEqual(["max_tokens", MAX_OUTPUT]);
@@ -90,7 +90,7 @@ describe("messages.create", () => {
       tool_choice: "required", parallel_tool_calls: false,
     });
     expect(first.stop_reason).toBe("tool_use");
-    expect(first.content).toEqual([{ type: "tool_use", id: "call_fake0", name: "get_weather", input: { city: "Paris" } }]);
+    expect(first.content as unknown[]).toEqual([{ type: "tool_use", id: "call_fake0", name: "get_weather", input: { city: "Paris" } }]);
     const firstPrompt = fakePromptTokens(last().body.messages);
     const firstOut = first.usage.output_tokens;
 
@@ -112,7 +112,7 @@ describe("messages.create", () => {
       { role: "tool", tool_call_id: "call_fake0", content: "18°C, sun" },
       { role: "user", content: [{ type: "image_url", image_url: { url: `data:image/png;base64,${PNG}` } }, { type: "text", text: "Summarise." }] },
     ]);
-    expect([second.stop_reason, second.content]).toEqual(["end_turn", [{ type: "text", text: "Sunny in Paris." }]]);
+    expect([second.stop_reason, second.content as unknown]).toEqual(["end_turn", [{ type: "text", text: "Sunny in Paris." }]]);
     const secondPrompt = fakePromptTokens(last().body.messages);
     const acct = await c.get("/v1/account");
     expect([acct.balance, acct.held]).toEqual([1_000_000 - cost(firstPrompt, firstOut) - cost(secondPrompt, second.usage.output_tokens), 0]);
@@ -165,7 +165,7 @@ describe("messages.create", () => {
     t.fake.behave({ reasoning: "Two plus two.", reply: "4" });
     const m = await c.anthropic.messages.create({ model: "chat-a", max_tokens: 30, thinking: { type: "enabled", budget_tokens: 2048 }, messages: [{ role: "user", content: "2+2?" }] });
     expect(last().body.reasoning_effort).toBe("low");
-    expect(m.content).toEqual([{ type: "thinking", thinking: "Two plus two.", signature: "" }, { type: "text", text: "4" }]);
+    expect(m.content as unknown[]).toEqual([{ type: "thinking", thinking: "Two plus two.", signature: "" }, { type: "text", text: "4" }]);
     await c.anthropic.messages.create({ model: "chat-a", max_tokens: 30, thinking: { type: "enabled", budget_tokens: 20_000 }, messages: [{ role: "user", content: "2+2?" }] });
     expect(last().body.reasoning_effort).toBe("high");
     await c.anthropic.messages.create({ model: "chat-a", max_tokens: 30, thinking: { type: "enabled", budget_tokens: 20_000 }, output_config: { effort: "medium" }, messages: [{ role: "user", content: "2+2?" }] });
@@ -186,7 +186,7 @@ describe("messages.create", () => {
     t.fake.behave({ reply: "one two. three four" });
     const m = await c.anthropic.messages.create({ model: "chat-a", max_tokens: 30, stop_sequences: [".", "END"], messages: [{ role: "user", content: "Count" }] });
     expect(last().body.stop).toEqual([".", "END"]);
-    expect([m.stop_reason, m.stop_sequence, m.content]).toEqual(["stop_sequence", ".", [{ type: "text", text: "one two" }]]);
+    expect([m.stop_reason, m.stop_sequence, m.content as unknown]).toEqual(["stop_sequence", ".", [{ type: "text", text: "one two" }]]);
   });
 
   test("cached prompt tokens: input_tokens net of cache reads, the two summing to the prompt billed", async () => {
@@ -275,7 +275,7 @@ describe("streamed", () => {
     const fragments: string[] = [];
     stream.on("inputJson", (partial) => fragments.push(partial));
     const final = await stream.finalMessage();
-    expect(final.content).toEqual([
+    expect(final.content as unknown[]).toEqual([
       { type: "tool_use", id: "call_fake0", name: "get_weather", input: { city: "Paris", unit: "celsius" } },
       { type: "tool_use", id: "call_fake1", name: "get_weather", input: { city: "Lyon" } },
     ]);

@@ -36,11 +36,11 @@ const SERVER_BLOCK = /^(server_tool_use|mcp_tool_use|mcp_tool_result|container_u
 export function toChatRequest(body: (MessagesRequest | (CountTokensRequest & { max_tokens?: number })) & Record<string, unknown>): ChatTranslation {
   const chat: Record<string, unknown> = { model: body.model };
   const messages: ChatMessage[] = [];
-  const system = systemText(body.system, "system");
-  if (system !== "") messages.push({ role: "system", content: system });
-  appendConversation(messages, body.messages);
-  if (!messages.some((m) => m.role !== "system")) throw invalid("'messages' has nothing to send to the model: every turn is empty or holds only thinking blocks.", "messages");
-  chat.messages = messages;
+  const system = [systemText(body.system, "system")];
+  appendConversation(messages, system, body.messages);
+  if (messages.length === 0) throw invalid("'messages' has nothing to send to the model: every turn is empty or holds only thinking blocks.", "messages");
+  const prompt = system.filter((x) => x !== "").join("\n\n");
+  chat.messages = prompt === "" ? messages : [{ role: "system", content: prompt }, ...messages];
 
   const b = body as Partial<MessagesRequest>;
   if (present(b.max_tokens)) chat.max_tokens = b.max_tokens;
@@ -72,7 +72,12 @@ function systemText(system: unknown, at: string): string {
   }).join("\n");
 }
 
-function appendConversation(out: ChatMessage[], messages: unknown[]): void {
+/**
+ * The turns as chat messages, Anthropic's way: consecutive turns of one role are one turn, and a
+ * `system` turn (Claude Code's mid-conversation system beta) joins the system prompt — chat
+ * templates of open models take one system message, first, and alternating roles.
+ */
+function appendConversation(out: ChatMessage[], system: string[], messages: unknown[]): void {
   /** the tool_use ids of the latest assistant turn: what the next user turn's tool_result blocks may answer */
   let openCalls = new Set<string>();
   messages.forEach((m, i) => {
@@ -87,12 +92,9 @@ function appendConversation(out: ChatMessage[], messages: unknown[]): void {
       case "assistant":
         openCalls = appendAssistantTurn(out, m.content, `${at}.content`);
         return;
-      case "system": {
-        // Claude Code's mid-conversation system messages (beta mid-conversation-system-…)
-        const text = systemText(m.content, `${at}.content`);
-        if (text !== "") out.push({ role: "system", content: text });
+      case "system":
+        system.push(systemText(m.content, `${at}.content`));
         return;
-      }
       default:
         throw invalid(`'${at}.role' must be 'user' or 'assistant' (got ${typeof m.role === "string" ? `'${quoted(m.role, 40)}'` : JSON.stringify(m.role ?? null).slice(0, 40)}).`, `${at}.role`);
     }
@@ -101,11 +103,8 @@ function appendConversation(out: ChatMessage[], messages: unknown[]): void {
 
 /** An assistant turn: its text and its tool calls in one chat message; thinking and Anthropic's server-side blocks are dropped. */
 function appendAssistantTurn(out: ChatMessage[], content: string | unknown[], at: string): Set<string> {
-  if (typeof content === "string") {
-    out.push({ role: "assistant", content });
-    return new Set();
-  }
-  let text = "";
+  let text = typeof content === "string" ? content : "";
+  if (typeof content === "string") content = [];
   const calls: Record<string, unknown>[] = [];
   content.forEach((block, j) => {
     const where = `${at}[${j}]`;
@@ -130,6 +129,13 @@ function appendAssistantTurn(out: ChatMessage[], content: string | unknown[], at
         throw unknownBlock(block.type, where, "text, tool_use, thinking and redacted_thinking");
     }
   });
+  const prev = out.at(-1);
+  if (prev?.role === "assistant") {
+    // a turn continuing the one before (an assistant prefill split in two): one message
+    if (text !== "") prev.content = typeof prev.content === "string" ? prev.content + text : text;
+    if (calls.length) prev.tool_calls = [...((prev.tool_calls as unknown[] | undefined) ?? []), ...calls];
+    return new Set(((prev.tool_calls as Array<{ id: string }> | undefined) ?? []).map((c) => c.id));
+  }
   if (calls.length) out.push({ role: "assistant", content: text === "" ? null : text, tool_calls: calls });
   else if (text !== "") out.push({ role: "assistant", content: text });
   return new Set(calls.map((c) => c.id as string));
@@ -141,10 +147,7 @@ function appendAssistantTurn(out: ChatMessage[], content: string | unknown[], at
  * included, since a chat `tool` message carries text only.
  */
 function appendUserTurn(out: ChatMessage[], content: string | unknown[], at: string, openCalls: Set<string>): void {
-  if (typeof content === "string") {
-    out.push({ role: "user", content });
-    return;
-  }
+  if (typeof content === "string") return pushUser(out, content);
   const parts: Record<string, unknown>[] = [];
   const resultImages: Record<string, unknown>[] = [];
   content.forEach((block, j) => {
@@ -179,7 +182,15 @@ function appendUserTurn(out: ChatMessage[], content: string | unknown[], at: str
   const all = [...resultImages, ...parts];
   if (all.length === 0) return;
   // text only stays a plain string: what every chat server reads (some read nothing else)
-  out.push({ role: "user", content: all.every((p) => p.type === "text") ? all.map((p) => p.text).join("\n") : all });
+  pushUser(out, all.every((p) => p.type === "text") ? all.map((p) => p.text as string).join("\n") : all);
+}
+
+/** A user message, joined to the one before when that is a user message too. */
+function pushUser(out: ChatMessage[], content: string | Record<string, unknown>[]): void {
+  const prev = out.at(-1);
+  if (prev?.role !== "user") return void out.push({ role: "user", content });
+  const parts = (c: unknown) => (typeof c === "string" ? [{ type: "text", text: c }] : (c as Record<string, unknown>[]));
+  prev.content = typeof prev.content === "string" && typeof content === "string" ? `${prev.content}\n${content}` : [...parts(prev.content), ...parts(content)];
 }
 
 function toolResult(block: Block, where: string): { text: string; images: Record<string, unknown>[] } {
