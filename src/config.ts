@@ -89,6 +89,8 @@ export interface Config {
   responsesStore: boolean;
   /** how long a stored response (and the conversation ending in it) is kept */
   responsesRetentionMs: number;
+  /** a Messages API stream (Anthropic's format) quiet this long gets a `ping` event, as Anthropic's own streams do */
+  streamPingMs: number;
   schedulerPollMs: number;
   schedulerLeaseMs: number;
   instanceId: string;
@@ -201,6 +203,7 @@ export function loadConfig(env: Env = process.env): Config {
     videoRetentionMs: int(env, "REELAY_VIDEO_RETENTION_SECONDS", 1800, 1) * 1000,
     responsesStore: bool(env, "REELAY_RESPONSES_STORE", true),
     responsesRetentionMs: int(env, "REELAY_RESPONSES_RETENTION_SECONDS", 30 * 86_400, 1, 365 * 86_400) * 1000,
+    streamPingMs: int(env, "REELAY_STREAM_PING_MS", 10_000, 100, 600_000),
     schedulerPollMs: int(env, "REELAY_SCHEDULER_POLL_MS", 500, 10, 60_000),
     schedulerLeaseMs: int(env, "REELAY_SCHEDULER_LEASE_MS", 30_000, 1000, 3_600_000),
     instanceId: str(env, "REELAY_INSTANCE_ID") ?? `${process.pid}-${crypto.randomUUID().slice(0, 8)}`,

@@ -12,7 +12,9 @@ import { fakePromptTokens, replyText } from "../../../test/fakes/openai-upstream
 import { ALIASES, cost, eventually, MAX_OUTPUT, startMessagesServer, type MessagesServer } from "../../../test/chat/messages-server.ts";
 
 let t: MessagesServer;
-beforeAll(async () => { t = await startMessagesServer({ REELAY_MAX_BODY_BYTES: String(2 * 1024 * 1024) }); }, 60_000);
+/** pings after 1 s of quiet (10 s by default), so a test can see one */
+const PING_MS = 1_000;
+beforeAll(async () => { t = await startMessagesServer({ REELAY_MAX_BODY_BYTES: String(2 * 1024 * 1024), REELAY_STREAM_PING_MS: String(PING_MS) }); }, 60_000);
 afterAll(() => t.close());
 beforeEach(() => t.fake.reset());
 
@@ -260,12 +262,28 @@ describe("streamed", () => {
       body: JSON.stringify({ model: "chat-a", max_tokens: 8, stream: true, messages: [{ role: "user", content: "hi" }] }),
     });
     expect(res.headers.get("content-type")).toStartWith("text/event-stream");
-    const events = [...(await res.text()).matchAll(/^event: (.+)\ndata: (.+)$/gm)].map((m) => ({ name: m[1], data: JSON.parse(m[2]!) }));
-    expect(events.every((e) => e.name === e.data.type)).toBe(true);
+    const all = [...(await res.text()).matchAll(/^event: (.+)\ndata: (.+)$/gm)].map((m) => ({ name: m[1], data: JSON.parse(m[2]!) }));
+    expect(all.every((e) => e.name === e.data.type)).toBe(true);
+    expect(all.slice(0, 2).map((e) => e.name)).toEqual(["message_start", "ping"]); // as Anthropic starts its streams
+    const events = all.filter((e, i) => i < 2 || e.name !== "ping"); // (a loaded machine may add keep-alive pings)
     expect(events.map((e) => e.name)).toEqual(["message_start", "ping", "content_block_start", "content_block_delta", "content_block_delta", "content_block_delta", "content_block_stop", "message_delta", "message_stop"]);
     expect(events[0]!.data.message).toMatchObject({ model: "chat-a", role: "assistant", content: [], stop_reason: null });
     expect(events.filter((e) => "index" in e.data).every((e) => e.data.index === 0)).toBe(true);
     expect(events.at(-2)!.data).toMatchObject({ delta: { stop_reason: "end_turn", stop_sequence: null }, usage: { output_tokens: 3 } });
+  });
+
+  test("a quiet upstream: ping events keep the stream alive (the SDK skips them), never after message_stop", async () => {
+    const c = await t.newClient();
+    t.fake.behave({ tokens: 2, delayBetweenChunksMs: PING_MS * 1.7 });
+    const res = await fetch(`${t.s.url}/v1/messages`, {
+      method: "POST", headers: { "x-api-key": c.key, "content-type": "application/json" },
+      body: JSON.stringify({ model: "chat-a", max_tokens: 5, stream: true, messages: [{ role: "user", content: "hi" }] }),
+    });
+    const names = [...(await res.text()).matchAll(/^event: (.+)$/gm)].map((m) => (m[1] === "content_block_delta" ? "delta" : m[1]!));
+    const between = names.slice(names.indexOf("delta") + 1, names.lastIndexOf("delta"));
+    expect(between).toContain("ping");
+    expect(names.at(-1)).toBe("message_stop");
+    expect(names.filter((n) => n === "message_start")).toHaveLength(1);
   });
 
   test("a streamed tool call: input_json_delta fragments accumulate into the parsed input", async () => {

@@ -52,7 +52,7 @@ export async function createMessage(deps: AppDeps, call: MessagesCall): Promise<
   try {
     if (chat.stream === true) {
       chat.stream_options = { include_usage: true }; // the usage chunk: billed counts and the upstream's cached tokens
-      const res = await streamViaChat(deps, chatCall, new MessagesStream(ctx));
+      const res = await streamViaChat(deps, chatCall, new MessagesStream(ctx, deps.config.streamPingMs));
       for (const [k, v] of Object.entries(extra)) res.headers.set(k, v);
       return res;
     }

@@ -29,13 +29,11 @@ interface ToolCall {
 }
 type Held = { kind: TextKind; text: string } | { kind: "tool"; call: ToolCall };
 
-/** a quiet stream gets a ping this often (proxies and clients drop idle connections after 30–120 s) */
-export const KEEP_ALIVE_MS = 10_000;
 const event = (type: string, fields: Record<string, unknown>) => `event: ${type}\ndata: ${JSON.stringify({ type, ...fields })}\n\n`;
 const PING = event("ping", {});
 
 export class MessagesStream implements ChatStreamRewriter {
-  readonly keepAlive = { everyMs: KEEP_ALIVE_MS, event: PING };
+  readonly keepAlive: { everyMs: number; event: string };
   private started = false;
   /** message_stop or error was sent: nothing follows */
   private ended = false;
@@ -50,7 +48,10 @@ export class MessagesStream implements ChatStreamRewriter {
   private refused = false;
   private upstreamUsage: Record<string, any> | undefined;
 
-  constructor(private readonly ctx: MessageContext) {}
+  /** `pingMs`: a quiet stream gets a ping this often (REELAY_STREAM_PING_MS; proxies and clients drop connections idle for 30–120 s) */
+  constructor(private readonly ctx: MessageContext, pingMs = 10_000) {
+    this.keepAlive = { everyMs: pingMs, event: PING };
+  }
 
   chunk(json: any): string {
     if (this.ended) return "";
