@@ -104,9 +104,9 @@ function appendConversation(out: ChatMessage[], system: string[], messages: unkn
 /** An assistant turn: its text and its tool calls in one chat message; thinking and Anthropic's server-side blocks are dropped. */
 function appendAssistantTurn(out: ChatMessage[], content: string | unknown[], at: string): Set<string> {
   let text = typeof content === "string" ? content : "";
-  if (typeof content === "string") content = [];
+  const blocks = typeof content === "string" ? [] : content;
   const calls: Record<string, unknown>[] = [];
-  content.forEach((block, j) => {
+  blocks.forEach((block, j) => {
     const where = `${at}[${j}]`;
     if (!isObject(block)) throw invalid(`'${where}' must be a content block object.`, where);
     switch (block.type) {
