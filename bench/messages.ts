@@ -210,12 +210,12 @@ async function main() {
     const addedVsDirect = streams[`messages@${rate}`]!.p50 - streams[`direct@${rate}`]!.p50;
     const targets = [
       ["Messages CPU per request ÷ chat's", "≤ 1.15", (msg.cpuUsPerReq / chat.cpuUsPerReq).toFixed(2), msg.cpuUsPerReq <= 1.15 * chat.cpuUsPerReq],
-      [`Messages req/s ÷ chat's, ${c} conns`, "(reported)", pct((100 * msg.rps) / chat.rps), true],
+      [`Messages req/s ÷ chat's, ${c} conns`, "(reported)", pct((100 * msg.rps) / chat.rps), null],
       [`Messages stream first byte added p50 at ${rate}, vs chat / vs direct`, "≤ 2 ms", `${plus(addedVsChat)} / ${plus(addedVsDirect)} ms`, addedVsChat <= 2],
       [`chat req/s ÷ minimal proxy's, ${c} conns`, "≥ 0.40", (chat.rps / proxy.rps).toFixed(2), chat.rps >= 0.4 * proxy.rps],
     ] as const;
     console.log("\nissue 26 targets (ratios within this run)\n");
-    console.log(table(["measure", "target", "measured", ""], targets.map(([a, b, v, ok]) => [a, b, v, ok ? "met" : "MISSED"])));
+    console.log(table(["measure", "target", "measured", ""], targets.map(([a, b, v, ok]) => [a, b, v, ok === null ? "" : ok ? "met" : "MISSED"])));
   } finally {
     for (const s of started.reverse()) await s.stop().catch(() => {});
     await dropDatabase(databaseUrl);
