@@ -152,6 +152,7 @@ export function problemsWithInstance(instance: unknown): string[] {
   if (i.video) {
     if (!fn(i.video.submit) || !fn(i.video.poll)) problems.push("video needs submit() and poll() functions");
     if (i.video.cancel !== undefined && !fn(i.video.cancel)) problems.push("video.cancel is not a function");
+    if (i.video.webhook !== undefined && !fn(i.video.webhook)) problems.push("video.webhook is not a function");
     for (const k of ["maxConcurrency", "maxQueued", "pollIntervalMs"] as const) if (!positiveInt(i.video[k])) problems.push(`video.${k} must be a positive integer`);
   }
   for (const k of ["load", "unload", "close"] as const) if (i[k] !== undefined && !fn(i[k])) problems.push(`${k} is not a function`);
