@@ -31,3 +31,4 @@ export { RoutingOptions, DeploymentName, EnvVarName, DeploymentWeight, Deploymen
 export { retryAfterSeconds } from "./error-body.ts";
 export { VideoJobRouter, type VideoJobRouterOptions } from "./video-jobs.ts";
 export { verifyStandardWebhook, type WebhookCheck } from "./standard-webhooks.ts";
+export { buildInput, problemsWithMapping, aspectRatio, resolution, DEFAULT_INPUT_MAPPING, INPUT_SOURCES, type InputMapping, type InputSource } from "./input-mapping.ts";

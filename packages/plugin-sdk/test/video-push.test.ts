@@ -4,6 +4,7 @@ import { Webhook } from "standardwebhooks";
 import { PluginError } from "../src/errors.ts";
 import { verifyStandardWebhook } from "../src/standard-webhooks.ts";
 import { VideoJobRouter } from "../src/video-jobs.ts";
+import { aspectRatio, buildInput, problemsWithMapping, resolution } from "../src/input-mapping.ts";
 
 const SECRET = "whsec_" + Buffer.from("a-replicate-signing-secret-32byt").toString("base64");
 
@@ -81,5 +82,24 @@ describe("VideoJobRouter", () => {
     const { deployment } = jobs.locate("a/1");
     for (let i = 0; i < 2; i++) await jobs.on(deployment, call().signal, async () => { throw new PluginError("connect", "refused"); }).catch(() => {});
     expect(jobs.status()[0]).toMatchObject({ state: "open", errors: { connect: 2 } });
+  });
+});
+
+describe("buildInput: the shared input mapping", () => {
+  const req = { jobId: "vid_1", prompt: "a fox", image: { bytes: new Uint8Array([1, 2, 3]), mime: "image/png" as const }, width: 480, height: 832, seconds: 5, seed: 9 };
+
+  test("a plugin's own defaults, and the transforms hosted APIs need: seconds as a string, size as an aspect ratio or a resolution class", () => {
+    const falDefaults = { prompt: "prompt", negative_prompt: "negative_prompt", image: "image_url:dataUrl", seconds: "duration:string", size: "aspect_ratio:aspectRatio", seed: "seed", steps: null, job_id: null };
+    expect(buildInput(req, {}, {}, falDefaults)).toEqual({ prompt: "a fox", image_url: "data:image/png;base64,AQID", duration: "5", aspect_ratio: "9:16", seed: 9 });
+    expect(buildInput({ ...req, width: 832, height: 480 }, { size: "resolution:resolution", seconds: "num_frames:*16+1" }, { fps: 16 }, falDefaults)).toMatchObject({ resolution: "480p", num_frames: 81, fps: 16 });
+    expect(["624x624", "1280x720", "1024x1792", "1920x1080"].map((s) => s.split("x").map(Number)).map(([w, h]) => [aspectRatio(w!, h!), resolution(w!, h!)])).toEqual([["1:1", "720p"], ["16:9", "720p"], ["9:16", "1080p"], ["16:9", "1080p"]]);
+  });
+
+  test("problems name the source: unknown fields, bad targets, transforms on the wrong source", () => {
+    expect(problemsWithMapping({ picture: "x", seconds: "d:string", size: "w,h:aspectRatio", image: "img:hex" })).toEqual([
+      'picture" is not a request field (known: prompt, negative_prompt, image, seconds, size, seed, steps, job_id)',
+      'size" has an unknown transform ":aspectRatio" (image: base64 | dataUrl; seconds: *N, *N+M or string; size with one target: aspectRatio | resolution)',
+      'image" has an unknown transform ":hex" (image: base64 | dataUrl; seconds: *N, *N+M or string; size with one target: aspectRatio | resolution)',
+    ]);
   });
 });
