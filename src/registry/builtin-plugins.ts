@@ -6,5 +6,6 @@ import localLlm from "../../plugins/local-llm/index.ts";
 import openaiCompatible from "../../plugins/openai-compatible/index.ts";
 import previewVideo from "../../plugins/preview-video/index.ts";
 import remoteGpuVideo from "../../plugins/remote-gpu-video/index.ts";
+import replicate from "../../plugins/replicate/index.ts";
 
-export const builtinPlugins: ReelayPlugin[] = [comfyui, localEmbeddings, localLlm, openaiCompatible, previewVideo, remoteGpuVideo];
+export const builtinPlugins: ReelayPlugin[] = [comfyui, localEmbeddings, localLlm, openaiCompatible, previewVideo, remoteGpuVideo, replicate];

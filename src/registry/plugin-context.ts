@@ -13,7 +13,7 @@ import { PluginSecrets } from "../plugin-host/secrets.ts";
 import { VideoWakeups } from "../plugin-host/video-wakeups.ts";
 
 /** what a plugin may put in its hook URL's last segment (it is logged and routed, never interpreted) */
-const HOOK_TOKEN = /^[A-Za-z0-9_.-]{1,128}$/;
+const HOOK_TOKEN = /^[A-Za-z0-9_.:-]{1,128}$/;
 
 export interface PluginHostDeps {
   logger: Logger;

@@ -87,7 +87,7 @@ export interface VideoHostHooks {
   wake(handle: string): void;
   /**
    * The public URL whose POSTs reach this model's `video.webhook()` with `token` (letters, digits,
-   * `_`, `-`, `.`; at most 128), or undefined when reelay has no public URL configured
+   * `_`, `-`, `.`, `:`; at most 128), or undefined when reelay has no public URL configured
    * (REELAY_PUBLIC_URL): then poll instead of asking the backend to call back.
    */
   webhookUrl(token: string): string | undefined;

@@ -17,7 +17,7 @@ import { readBodyCapped } from "../../plugin-sdk/index.ts";
 
 const Params = t.Object({
   model: t.String({ maxLength: 128, error: "'model' must be a model id." }),
-  token: t.String({ pattern: "^[A-Za-z0-9_.-]{1,128}$", error: "'token' must be the hook token the model's plugin gave its backend." }),
+  token: t.String({ pattern: "^[A-Za-z0-9_.:-]{1,128}$", error: "'token' must be the hook token the model's plugin gave its backend." }),
 });
 const Received = t.Object({ received: t.Literal(true), woken: t.Integer({ description: "jobs polled now because of this hook" }) });
 
