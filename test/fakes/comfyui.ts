@@ -23,7 +23,7 @@
  *   comfy.failNext("prompt", 2, 503); comfy.reset(); await comfy.stop();
  */
 import type { Server, ServerWebSocket } from "bun";
-import { fakeClip } from "./fake-clip.ts";
+import { fakeClip, withRunTime } from "./fake-clip.ts";
 
 export interface ComfyBehaviour {
   /** time a prompt waits before it runs (besides waiting for a slot) */
@@ -34,6 +34,8 @@ export interface ComfyBehaviour {
   slots?: number;
   /** /prompt answers 400 with node_errors for this node (e.g. a model file the server does not have) */
   nodeError?: { node: string; type?: string; message: string; details?: string };
+  /** each prompt runs a time drawn uniformly from this range (ms) instead of runMs (benchmarks) */
+  runMsRange?: [number, number];
   /** runs fail at their first sampler with execution_error and this exception message */
   executionError?: string;
   /** refuse websocket connections (the plugin must follow prompts by polling) */
@@ -267,7 +269,7 @@ export async function startFakeComfy(initial: ComfyBehaviour = {}) {
           }
           const id = crypto.randomUUID();
           record(kind, id);
-          const p: FakePrompt = { id, number: number++, clientId: body!.client_id ?? "", workflow: body!.prompt as FakePrompt["workflow"], behaviour: { ...behaviour }, state: "pending", submittedAt: Date.now(), timers: [] };
+          const p: FakePrompt = { id, number: number++, clientId: body!.client_id ?? "", workflow: body!.prompt as FakePrompt["workflow"], behaviour: withRunTime(behaviour), state: "pending", submittedAt: Date.now(), timers: [] };
           prompts.set(id, p);
           p.timers.push(setTimeout(startNext, p.behaviour.queueMs ?? 0));
           return json({ prompt_id: id, number: p.number, node_errors: {} });

@@ -53,3 +53,10 @@ function* gradient(width: number, height: number, frames: number): Generator<Uin
     yield rgba;
   }
 }
+
+/** A job's behaviour with its run time drawn from `runMsRange` when there is one (the fakes' benchmarks: 2–10 s each). */
+export function withRunTime<B extends { runMs?: number; runMsRange?: [number, number] }>(b: B): B {
+  if (!b.runMsRange) return { ...b };
+  const [min, max] = b.runMsRange;
+  return { ...b, runMs: Math.round(min + Math.random() * (max - min)) };
+}

@@ -18,11 +18,13 @@
  * as Kling takes it) × 8 frames.
  */
 import type { Server } from "bun";
-import { fakeClip } from "./fake-clip.ts";
+import { fakeClip, withRunTime } from "./fake-clip.ts";
 
 export interface FalBehaviour {
   queueMs?: number;
   runMs?: number;
+  /** each request runs a time drawn uniformly from this range (ms) instead of runMs (benchmarks) */
+  runMsRange?: [number, number];
   /** how the request ends: its result, the app's 422 validation error, or its 500 */
   outcome?: "ok" | "validation_error" | "app_error";
   urlStyle?: "fal" | "elsewhere";
@@ -110,7 +112,7 @@ export async function startFakeFal(initial: FalBehaviour & { apiKey?: string } =
         if (!body || typeof body !== "object") return json({ detail: [{ loc: ["body"], msg: "field required", type: "value_error.missing" }] }, 422);
         const app = path.slice(1);
         const rid = crypto.randomUUID();
-        const b = { ...behaviour };
+        const b = withRunTime(behaviour);
         const base = b.urlStyle === "elsewhere" ? `${origin}/q/v2/${rid}` : `${origin}/${app.split("/").slice(0, 2).join("/")}/requests/${rid}`;
         const urls = b.urlStyle === "elsewhere"
           ? { status: `${base}/poll`, response: `${base}/out`, cancel: `${base}/stop` }

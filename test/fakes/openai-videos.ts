@@ -16,11 +16,13 @@
  * (openai-videos.test.ts). The clip is `size`, seconds × 8 frames.
  */
 import type { Server } from "bun";
-import { fakeClip } from "./fake-clip.ts";
+import { fakeClip, withRunTime } from "./fake-clip.ts";
 
 export interface OpenAIVideosBehaviour {
   queueMs?: number;
   runMs?: number;
+  /** each video runs a time drawn uniformly from this range (ms) instead of runMs (benchmarks) */
+  runMsRange?: [number, number];
   /** jobs fail with this error instead of completing */
   fail?: { code: string; message: string };
   /** `seconds` values accepted (OpenAI's sora-2: "4", "8", "12"); default any positive integer string */
@@ -131,7 +133,7 @@ export async function startFakeOpenAIVideos(initial: OpenAIVideosBehaviour & { a
           const ref = fields.input_reference as { bytes?: number; type?: string; image_url?: string } | undefined;
           const video: FakeVideo = {
             id: `video_${crypto.randomUUID().replace(/-/g, "")}`, model: String(fields.model ?? "sora-2"), prompt: fields.prompt, seconds, size,
-            behaviour: { ...behaviour }, createdAt: Date.now(), deleted: false,
+            behaviour: withRunTime(behaviour), createdAt: Date.now(), deleted: false,
             reference: ref ? { bytes: ref.bytes ?? ref.image_url?.length ?? 0, type: ref.type ?? "image_url" } : undefined,
           };
           videos.set(video.id, video);

@@ -21,11 +21,13 @@
  */
 import type { Server } from "bun";
 import { Webhook } from "standardwebhooks";
-import { fakeClip } from "./fake-clip.ts";
+import { fakeClip, withRunTime } from "./fake-clip.ts";
 
 export interface ReplicateBehaviour {
   startMs?: number;
   runMs?: number;
+  /** each prediction runs a time drawn uniformly from this range (ms) instead of runMs (benchmarks) */
+  runMsRange?: [number, number];
   outcome?: "succeeded" | "failed";
   error?: string;
   /** sign webhooks with a secret that is not the account's */
@@ -134,7 +136,7 @@ export async function startFakeReplicate(initial: ReplicateBehaviour & { apiKey?
       id: Math.random().toString(36).slice(2, 12) + Math.random().toString(36).slice(2, 12),
       model, version: body.version, input: body.input, webhook: body.webhook,
       events: Array.isArray(body.webhook_events_filter) ? body.webhook_events_filter : ["start", "output", "logs", "completed"],
-      behaviour: { ...behaviour }, createdAt: Date.now(), status: "starting", timers: [], webhookDeliveries: [],
+      behaviour: withRunTime(behaviour), createdAt: Date.now(), status: "starting", timers: [], webhookDeliveries: [],
     };
     predictions.set(p.id, p);
     const { startMs = 50, runMs = 200 } = p.behaviour;
