@@ -46,7 +46,7 @@ export const pluginHookRoutes = (deps: AppDeps) =>
       params: Params,
       parse: "none",
       detail: {
-        summary: "Inbound hook from a model's video backend",
+        summary: "Callback from a video backend",
         description:
           "Where a video backend calls back (e.g. Replicate's prediction webhooks), at the URL the model's plugin gave it. No API key: the plugin verifies the request (e.g. a Standard Webhooks signature over the raw body); a request it does not accept is a 401 and changes nothing. An accepted hook makes reelay poll the jobs it names at once. Body at most REELAY_MAX_BODY_BYTES.",
       },
