@@ -7,8 +7,9 @@
  *
  * 1,000 jobs (BENCH_JOBS) spread evenly over four fakes — ComfyUI (websocket push), Replicate
  * (signed webhooks to the hook route), fal and an OpenAI-style upstream (both polled every 1 s) —
- * each job taking 2–10 s upstream, all in flight at once (maxConcurrency per model = its share).
- * Reports: submit requests per second (32 in flight); the server's CPU per job over the whole run;
+ * each job taking 2–10 s upstream. The upstreams hold their queues until every job is submitted
+ * and followed (a backlog), so all 1,000 are in flight at once; then they run.
+ * Reports: submit requests per second (32 in flight, 8 clients); the server's CPU per job over the whole run;
  * the time from the upstream's completion (the fake's own clock) to the job's row turning
  * `completed` (from then on GET and the events stream show it), p50 / p99 per backend, against the
  * targets (≤ 1 s pushed, ≤ poll interval + 1 s polled); the server's RSS idle and with every job in
@@ -33,6 +34,8 @@ const JOBS = Number(process.env.BENCH_JOBS ?? 1_000);
 const RUN: [number, number] = [2_000, 10_000];
 const POLL_MS = 1_000;
 const IN_FLIGHT = 32;
+/** clients submitting: one key serialises its submits on its concurrent-jobs count (bench/video-jobs.ts measures both) */
+const CLIENTS = 8;
 const PRICE = 10_000;
 const KEYS = { BENCH_REPLICATE: "r8_bench_token_0123456789", BENCH_FAL: "fal-bench-key:0123456789", BENCH_OPENAI: "sk-bench-0123456789" };
 const MODELS = ["comfy", "replicate", "fal", "openai"] as const;
@@ -65,8 +68,9 @@ const server = await spawnServer({
 const sql = postgres(databaseUrl, { max: 2, onnotice: () => {} });
 
 try {
-  const c = await newClientOn(server, 1_000_000_000);
-  const headers = { authorization: `Bearer ${c.key}`, "content-type": "application/json" };
+  const clients = await Promise.all(Array.from({ length: CLIENTS }, () => newClientOn(server, 1_000_000_000)));
+  const headers = { authorization: `Bearer ${clients[0]!.key}`, "content-type": "application/json" };
+  const headersOf = (i: number) => ({ authorization: `Bearer ${clients[i % CLIENTS]!.key}`, "content-type": "application/json" });
   const body = (m: Backend) => JSON.stringify({ model: m, prompt: "bench", image: pngBase64(64, 48), seconds: 1, size: "480x832" });
   // one job per model first: plugins loaded, clips encoded, connections open — then the idle baseline
   const warm = await Promise.all(MODELS.map(async (m) => ((await (await fetch(`${server.url}/v1/videos/generations`, { method: "POST", headers, body: body(m) })).json()) as { id: string }).id));
@@ -76,25 +80,35 @@ try {
   const idleRss = rssMb(server.pid);
   const cpu0 = cpuMs(server.pid);
 
-  // submit: JOBS POSTs, IN_FLIGHT at a time, models round-robin
+  // submit: JOBS POSTs, IN_FLIGHT at a time, models round-robin; the upstreams keep them queued
+  for (const fake of [comfy, replicate, fal, openai]) fake.hold();
   const ids: string[] = [];
   let next = 0;
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: IN_FLIGHT }, async () => {
+  await Promise.all(Array.from({ length: IN_FLIGHT }, async (_, worker) => {
     while (next < JOBS) {
       const m = MODELS[next++ % MODELS.length]!;
-      const res = await fetch(`${server.url}/v1/videos/generations`, { method: "POST", headers, body: body(m) });
+      const res = await fetch(`${server.url}/v1/videos/generations`, { method: "POST", headers: headersOf(worker), body: body(m) });
       if (res.status !== 202) throw new Error(`submit: ${res.status} ${await res.text()}`);
       ids.push(((await res.json()) as { id: string }).id);
     }
   }));
   const submitSeconds = (performance.now() - t0) / 1000;
 
-  // RSS while the jobs are in flight (sampled until the first upstream job could end, 2 s after the last submit)
-  let peakRss = rssMb(server.pid);
-  const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssMb(server.pid))), 100);
-  const inFlightAt = await waitAll(ids, 120_000, (counts) => counts.processing + counts.queued);
-  clearInterval(sampler);
+  // every job submitted upstream and followed (processing): RSS over 3 s of that, then the upstreams run
+  let inFlight = 0;
+  for (let i = 0; i < 600 && inFlight < ids.length; i++) {
+    const [{ n }] = await sql`SELECT count(*)::int AS n FROM video_jobs WHERE status = 'processing' AND id IN ${sql(ids)}`;
+    inFlight = n;
+    if (n < ids.length) await Bun.sleep(100);
+  }
+  let peakRss = 0;
+  for (let i = 0; i < 30; i++) {
+    peakRss = Math.max(peakRss, rssMb(server.pid));
+    await Bun.sleep(100);
+  }
+  for (const fake of [comfy, replicate, fal, openai]) fake.release();
+  await waitAll(ids, 120_000);
   const cpuPerJob = (cpuMs(server.pid) - cpu0) / ids.length;
 
   // upstream completion → the job's row completed, per backend
@@ -122,10 +136,10 @@ try {
   const table: Array<[string, string]> = [
     ["jobs submitted / completed (2–10 s each upstream)", `${ids.length} / ${completed}`],
     ["upstream submits / jobs charged / charges", `${submits} / ${charged} / ${charges}`],
-    [`submit rate (${IN_FLIGHT} in flight)`, `${(ids.length / submitSeconds).toFixed(0)} req/s`],
+    [`submit rate (${IN_FLIGHT} in flight, ${CLIENTS} clients)`, `${(ids.length / submitSeconds).toFixed(0)} req/s`],
     ["server CPU per job (submit → completed, all work)", `${cpuPerJob.toFixed(1)} ms`],
     ...MODELS.map((m): [string, string] => [`${m}: upstream done → job completed, p50 / p99 (n)`, `${(pct(lag[m], 50) / 1000).toFixed(3)} s / ${(pct(lag[m], 99) / 1000).toFixed(3)} s (${lag[m].length})   target ${target[m]}`]),
-    ["server RSS idle → with all jobs in flight", `${idleRss.toFixed(0)} MB → ${peakRss.toFixed(0)} MB (+${(peakRss - idleRss).toFixed(0)} MB; target ≤ +150 MB; ${inFlightAt} in flight at the first sample)`],
+    [`server RSS idle → with ${inFlight} jobs in flight`, `${idleRss.toFixed(0)} MB → ${peakRss.toFixed(0)} MB (+${(peakRss - idleRss).toFixed(0)} MB; target ≤ +150 MB)`],
   ];
   const w = Math.max(...table.map((r) => r[0].length));
   console.log(`\nvideo backends: ${ids.length} jobs over ComfyUI, Replicate, fal and an OpenAI-style upstream (fakes), real server + Postgres\n`);
@@ -137,15 +151,13 @@ try {
   await Promise.all([comfy.stop(), replicate.stop(), fal.stop(), openai.stop()]);
 }
 
-/** Wait until every job is final; returns `probe(counts)` of the first count (jobs in flight then). */
-async function waitAll(jobIds: string[], timeoutMs: number, probe: (c: { queued: number; processing: number }) => number = () => 0): Promise<number> {
+/** Wait until every job is final. */
+async function waitAll(jobIds: string[], timeoutMs: number): Promise<void> {
   const end = Date.now() + timeoutMs;
-  let first: number | undefined;
   for (;;) {
     const rows = await sql`SELECT status, count(*)::int AS n FROM video_jobs WHERE id IN ${sql(jobIds)} GROUP BY status`;
     const counts = Object.fromEntries(rows.map((r) => [r.status, r.n])) as Record<string, number>;
-    first ??= probe({ queued: counts.queued ?? 0, processing: counts.processing ?? 0 });
-    if ((counts.completed ?? 0) + (counts.failed ?? 0) >= jobIds.length) return first;
+    if ((counts.completed ?? 0) + (counts.failed ?? 0) >= jobIds.length) return;
     if (Date.now() > end) throw new Error(`jobs still running after ${timeoutMs} ms: ${JSON.stringify(counts)}`);
     await Bun.sleep(200);
   }

@@ -89,6 +89,7 @@ export async function startFakeComfy(initial: ComfyBehaviour = {}) {
   const sockets = new Map<string, Set<ServerWebSocket<{ clientId: string }>>>();
   const bursts: Array<{ kind: ComfyCallKind | "any"; left: number; status: number }> = [];
   let number = 0;
+  let held = false;
   let saveCounter = 0;
 
   const send = (clientId: string, type: string, data: Record<string, unknown>) => {
@@ -113,6 +114,7 @@ export async function startFakeComfy(initial: ComfyBehaviour = {}) {
   };
 
   const startNext = () => {
+    if (held) return;
     for (const p of [...prompts.values()].sort((a, b) => a.number - b.number)) {
       if (p.state !== "pending" || Date.now() - p.submittedAt < (p.behaviour.queueMs ?? 0)) continue;
       if (running() >= (p.behaviour.slots ?? Infinity)) return;
@@ -350,7 +352,17 @@ export async function startFakeComfy(initial: ComfyBehaviour = {}) {
     dropSockets() {
       for (const set of sockets.values()) for (const ws of set) ws.close();
     },
+    /** a backlog: prompts stay pending until release(), then run (benchmarks: every job in flight at once) */
+    hold() {
+      held = true;
+    },
+    release() {
+      held = false;
+      for (const p of prompts.values()) if (p.state === "pending") p.submittedAt = Math.min(p.submittedAt, Date.now() - (p.behaviour.queueMs ?? 0));
+      startNext();
+    },
     reset() {
+      held = false;
       behaviour = { ...initial };
       calls.length = 0;
       bursts.length = 0;

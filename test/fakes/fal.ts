@@ -48,6 +48,8 @@ export interface FalRequest {
   input: Record<string, any>;
   behaviour: FalBehaviour;
   submittedAt: number;
+  /** its queue time and run time count from here: submit, or the release of a held queue */
+  clockFrom: number;
   cancelled: boolean;
   /** when it completed (the upstream's completion, for benchmarks) */
   completedAt?: number;
@@ -63,6 +65,7 @@ export async function startFakeFal(initial: FalBehaviour & { apiKey?: string } =
   const byPath = new Map<string, { kind: "status" | "result" | "cancel"; id: string }>();
   const bursts: Array<{ kind: FalCallKind | "any"; left: number; status: number }> = [];
   let origin = "";
+  let held = false;
 
   const takeBurst = (kind: FalCallKind) => {
     const b = bursts.find((x) => x.left > 0 && (x.kind === kind || x.kind === "any"));
@@ -72,11 +75,12 @@ export async function startFakeFal(initial: FalBehaviour & { apiKey?: string } =
   };
   const phase = (r: FalRequest): "IN_QUEUE" | "IN_PROGRESS" | "COMPLETED" => {
     if (r.cancelled) return "COMPLETED";
-    const t = Date.now() - r.submittedAt;
+    if (held) return "IN_QUEUE";
+    const t = Date.now() - r.clockFrom;
     const { queueMs = 50, runMs = 200 } = r.behaviour;
     if (t < queueMs) return "IN_QUEUE";
     if (t < queueMs + runMs) return "IN_PROGRESS";
-    r.completedAt ??= r.submittedAt + queueMs + runMs;
+    r.completedAt ??= r.clockFrom + queueMs + runMs;
     return "COMPLETED";
   };
 
@@ -117,7 +121,7 @@ export async function startFakeFal(initial: FalBehaviour & { apiKey?: string } =
         const urls = b.urlStyle === "elsewhere"
           ? { status: `${base}/poll`, response: `${base}/out`, cancel: `${base}/stop` }
           : { status: `${base}/status`, response: base, cancel: `${base}/cancel` };
-        requests.set(rid, { id: rid, app, input: body, behaviour: b, submittedAt: Date.now(), cancelled: false, urls });
+        requests.set(rid, { id: rid, app, input: body, behaviour: b, submittedAt: Date.now(), clockFrom: Date.now(), cancelled: false, urls });
         byPath.set(new URL(urls.status).pathname, { kind: "status", id: rid });
         byPath.set(new URL(urls.response).pathname, { kind: "result", id: rid });
         byPath.set(new URL(urls.cancel).pathname, { kind: "cancel", id: rid });
@@ -131,7 +135,7 @@ export async function startFakeFal(initial: FalBehaviour & { apiKey?: string } =
           const p = phase(r);
           if (p === "IN_QUEUE") return json({ status: p, queue_position: [...requests.values()].filter((x) => phase(x) === "IN_QUEUE" && x.submittedAt < r.submittedAt).length, response_url: r.urls.response }, 202);
           if (p === "IN_PROGRESS") {
-            const pct = Math.floor(((Date.now() - r.submittedAt - (r.behaviour.queueMs ?? 50)) / (r.behaviour.runMs ?? 200)) * 100);
+            const pct = Math.floor(((Date.now() - r.clockFrom - (r.behaviour.queueMs ?? 50)) / (r.behaviour.runMs ?? 200)) * 100);
             return json({ status: p, response_url: r.urls.response, logs: [{ message: "Generating video...", level: "INFO", source: "user", timestamp: new Date().toISOString() }, { message: `${pct}% sampling`, level: "INFO", source: "user", timestamp: new Date().toISOString() }] }, 202);
           }
           return json({ status: p, response_url: r.urls.response, logs: null, metrics: { inference_time: (r.behaviour.runMs ?? 200) / 1000 } });
@@ -172,7 +176,17 @@ export async function startFakeFal(initial: FalBehaviour & { apiKey?: string } =
       const r = requests.get(id);
       return r ? (phase(r) === "COMPLETED" ? r.completedAt : undefined) : undefined;
     },
+    /** a backlog: requests stay IN_QUEUE until release(), then run their times from then (benchmarks: every job in flight at once) */
+    hold() {
+      held = true;
+    },
+    release() {
+      held = false;
+      const now = Date.now();
+      for (const r of requests.values()) if (r.completedAt === undefined && !r.cancelled) r.clockFrom = now;
+    },
     reset() {
+      held = false;
       behaviour = { ...initial };
       calls.length = 0;
       bursts.length = 0;

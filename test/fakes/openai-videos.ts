@@ -48,6 +48,8 @@ export interface FakeVideo {
   size: string;
   behaviour: OpenAIVideosBehaviour;
   createdAt: number;
+  /** its queue time and run time count from here: creation, or the release of a held queue */
+  clockFrom: number;
   deleted: boolean;
   reference?: { bytes: number; type: string };
   /** when it completed or failed (the upstream's completion, for benchmarks) */
@@ -61,6 +63,7 @@ export async function startFakeOpenAIVideos(initial: OpenAIVideosBehaviour & { a
   const calls: OpenAIVideosCall[] = [];
   const videos = new Map<string, FakeVideo>();
   const bursts: Array<{ kind: OpenAIVideosCallKind | "any"; left: number; status: number }> = [];
+  let held = false;
 
   const takeBurst = (kind: OpenAIVideosCallKind) => {
     const b = bursts.find((x) => x.left > 0 && (x.kind === kind || x.kind === "any"));
@@ -72,11 +75,12 @@ export async function startFakeOpenAIVideos(initial: OpenAIVideosBehaviour & { a
     Response.json({ error: { message, type, param, code } }, { status });
 
   const statusOf = (v: FakeVideo) => {
-    const t = Date.now() - v.createdAt;
+    if (held) return { status: "queued" as const, progress: 0 };
+    const t = Date.now() - v.clockFrom;
     const { queueMs = 50, runMs = 200 } = v.behaviour;
     if (t < queueMs) return { status: "queued" as const, progress: 0 };
     if (t < queueMs + runMs) return { status: "in_progress" as const, progress: Math.floor(((t - queueMs) / runMs) * 100) };
-    v.endedAt ??= v.createdAt + queueMs + runMs;
+    v.endedAt ??= v.clockFrom + queueMs + runMs;
     return v.behaviour.fail ? { status: "failed" as const, progress: 0 } : { status: "completed" as const, progress: 100 };
   };
   const view = (v: FakeVideo) => {
@@ -133,7 +137,7 @@ export async function startFakeOpenAIVideos(initial: OpenAIVideosBehaviour & { a
           const ref = fields.input_reference as { bytes?: number; type?: string; image_url?: string } | undefined;
           const video: FakeVideo = {
             id: `video_${crypto.randomUUID().replace(/-/g, "")}`, model: String(fields.model ?? "sora-2"), prompt: fields.prompt, seconds, size,
-            behaviour: withRunTime(behaviour), createdAt: Date.now(), deleted: false,
+            behaviour: withRunTime(behaviour), createdAt: Date.now(), clockFrom: Date.now(), deleted: false,
             reference: ref ? { bytes: ref.bytes ?? ref.image_url?.length ?? 0, type: ref.type ?? "image_url" } : undefined,
           };
           videos.set(video.id, video);
@@ -181,7 +185,17 @@ export async function startFakeOpenAIVideos(initial: OpenAIVideosBehaviour & { a
       if (!v.deleted) statusOf(v);
       return v.endedAt !== undefined && v.endedAt <= Date.now() ? v.endedAt : undefined;
     },
+    /** a backlog: videos stay queued until release(), then run their times from then (benchmarks: every job in flight at once) */
+    hold() {
+      held = true;
+    },
+    release() {
+      held = false;
+      const now = Date.now();
+      for (const v of videos.values()) if (v.endedAt === undefined && !v.deleted) v.clockFrom = now;
+    },
     reset() {
+      held = false;
       behaviour = { ...initial };
       calls.length = 0;
       bursts.length = 0;

@@ -57,6 +57,8 @@ export interface FakePrediction {
   events: string[];
   behaviour: ReplicateBehaviour;
   createdAt: number;
+  /** its start and run times count from here: creation, or the release of a held queue */
+  clockFrom: number;
   status: "starting" | "processing" | "succeeded" | "failed" | "canceled";
   /** when it reached its final status (the upstream's completion, for benchmarks) */
   completedAt?: number;
@@ -74,6 +76,7 @@ export async function startFakeReplicate(initial: ReplicateBehaviour & { apiKey?
   const predictions = new Map<string, FakePrediction>();
   const bursts: Array<{ kind: ReplicateCallKind | "any"; left: number; status: number }> = [];
   let origin = "";
+  let held = false;
 
   const takeBurst = (kind: ReplicateCallKind) => {
     const b = bursts.find((x) => x.left > 0 && (x.kind === kind || x.kind === "any"));
@@ -84,7 +87,7 @@ export async function startFakeReplicate(initial: ReplicateBehaviour & { apiKey?
 
   const iso = (t: number | undefined) => (t === undefined ? null : new Date(t).toISOString());
   const view = (p: FakePrediction) => {
-    const t = Date.now() - p.createdAt;
+    const t = Date.now() - p.clockFrom;
     const { startMs = 50, runMs = 200 } = p.behaviour;
     const steps = 20;
     const done = p.status === "processing" ? Math.min(steps, Math.floor(((t - startMs) / runMs) * steps)) : p.status === "succeeded" ? steps : 0;
@@ -101,10 +104,10 @@ export async function startFakeReplicate(initial: ReplicateBehaviour & { apiKey?
       status: p.status,
       source: "api",
       created_at: iso(p.createdAt),
-      started_at: p.status === "starting" ? null : iso(p.createdAt + startMs),
+      started_at: p.status === "starting" ? null : iso(p.clockFrom + startMs),
       completed_at: iso(p.completedAt),
       urls: { get: `${origin}/v1/predictions/${p.id}`, cancel: `${origin}/v1/predictions/${p.id}/cancel`, web: `https://replicate.com/p/${p.id}` },
-      ...(p.completedAt ? { metrics: { predict_time: (p.completedAt - p.createdAt - startMs) / 1000 } } : {}),
+      ...(p.completedAt ? { metrics: { predict_time: (p.completedAt - p.clockFrom - startMs) / 1000 } } : {}),
     };
   };
 
@@ -136,16 +139,21 @@ export async function startFakeReplicate(initial: ReplicateBehaviour & { apiKey?
       id: Math.random().toString(36).slice(2, 12) + Math.random().toString(36).slice(2, 12),
       model, version: body.version, input: body.input, webhook: body.webhook,
       events: Array.isArray(body.webhook_events_filter) ? body.webhook_events_filter : ["start", "output", "logs", "completed"],
-      behaviour: withRunTime(behaviour), createdAt: Date.now(), status: "starting", timers: [], webhookDeliveries: [],
+      behaviour: withRunTime(behaviour), createdAt: Date.now(), clockFrom: Date.now(), status: "starting", timers: [], webhookDeliveries: [],
     };
     predictions.set(p.id, p);
+    if (!held) schedule(p);
+    return p;
+  };
+
+  const schedule = (p: FakePrediction) => {
+    p.clockFrom = Date.now();
     const { startMs = 50, runMs = 200 } = p.behaviour;
     p.timers.push(setTimeout(() => {
       p.status = "processing";
       void deliver(p, "start");
     }, startMs));
     p.timers.push(setTimeout(() => finish(p, p.behaviour.outcome === "failed" ? "failed" : "succeeded"), startMs + runMs));
-    return p;
   };
 
   const json = (body: unknown, status = 200, headers: Record<string, string> = {}) => Response.json(body, { status, headers });
@@ -218,7 +226,16 @@ export async function startFakeReplicate(initial: ReplicateBehaviour & { apiKey?
     },
     /** deliver an event of a prediction now, as Replicate would (signed per the current behaviour) */
     redeliver: (id: string, event = "completed") => deliver(predictions.get(id)!, event),
+    /** a backlog: predictions stay starting until release(), then run their times from then (benchmarks: every job in flight at once) */
+    hold() {
+      held = true;
+    },
+    release() {
+      held = false;
+      for (const p of predictions.values()) if (p.status === "starting" && p.timers.length === 0) schedule(p);
+    },
     reset() {
+      held = false;
       behaviour = { ...initial };
       calls.length = 0;
       bursts.length = 0;
