@@ -16,6 +16,8 @@ export type Phase = "queued" | "running" | "ended";
 
 interface Live {
   phase: Phase;
+  /** when it was tracked: prompts whose jobs ended elsewhere (another instance took them over) are dropped after STALE_MS */
+  at: number;
   /** the socket session it was tracked in: the events are complete only within one session */
   session: number;
   /** sampler runs finished, and the current one's fraction */
@@ -26,6 +28,8 @@ interface Live {
 }
 
 const RECONNECT_MS = 1_000;
+/** an image-to-video prompt runs minutes, not hours */
+const STALE_MS = 6 * 3_600_000;
 const CONNECT_WAIT_MS = 2_000;
 
 export class LiveEvents {
@@ -56,7 +60,13 @@ export class LiveEvents {
 
   /** Follow a prompt just queued with this client id. */
   track(promptId: string): void {
-    if (this.open) this.prompts.set(promptId, { phase: "queued", session: this.session, samplersDone: 0, current: 0, progress: 0 });
+    if (!this.open) return;
+    const now = Date.now();
+    for (const [id, live] of this.prompts) {
+      if (now - live.at < STALE_MS) break; // in tracking order: the rest are newer
+      this.prompts.delete(id);
+    }
+    this.prompts.set(promptId, { phase: "queued", at: now, session: this.session, samplersDone: 0, current: 0, progress: 0 });
   }
 
   /** The prompt's phase and progress, when the socket has followed it without a break. */
