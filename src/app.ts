@@ -24,6 +24,7 @@ import { chatRoutes } from "./modules/chat/index.ts";
 import { completionsRoutes } from "./modules/completions/index.ts";
 import { responsesRoutes } from "./modules/responses/index.ts";
 import { embeddingsRoutes } from "./modules/embeddings/index.ts";
+import { FORM_ROUTES, openAiVideoRoutes } from "./modules/openai-videos/index.ts";
 import { videoRoutes } from "./modules/videos/index.ts";
 import { videoContentRoutes } from "./modules/videos/content.ts";
 import { videoEventRoutes } from "./modules/videos/events.ts";
@@ -49,7 +50,7 @@ export function createApp(deps: AppDeps) {
       const length = Number(request.headers.get("content-length") ?? 0);
       if (length > deps.config.maxBodyBytes) throw tooLarge(`Request body of ${length} bytes exceeds the limit of ${deps.config.maxBodyBytes} bytes.`);
     })
-    .use(jsonBody({ maxBytes: deps.config.maxBodyBytes, expectsBody: (method, route) => bodySchema(method, route) !== undefined }))
+    .use(jsonBody({ maxBytes: deps.config.maxBodyBytes, expectsBody: (method, route) => bodySchema(method, route) !== undefined, takesForm: (method, route) => FORM_ROUTES.has(`${method} ${route}`) }))
     .onError({ as: "global" }, ({ code, error, request, path, set }) => {
       const requestId = String(set.headers["x-request-id"] ?? "");
       const err = toApiError({ code, error, request, path, requestId }, methodsFor, deps.logger);
@@ -80,6 +81,7 @@ export function createApp(deps: AppDeps) {
     .use(videoRoutes(deps))
     .use(videoContentRoutes(deps))
     .use(videoEventRoutes(deps))
+    .use(openAiVideoRoutes(deps))
     .use(webhookRoutes(deps))
     .use(webhookAdminRoutes(deps))
     .use(pluginHookRoutes(deps))

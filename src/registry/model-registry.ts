@@ -13,6 +13,7 @@ import { ModelLoader, waitingInstance, type LoaderLog, type LoaderOptions, type 
 import type { PluginHost } from "./plugin-context.ts";
 import type { VideoWakeups } from "../plugin-host/video-wakeups.ts";
 import { validatedOptions } from "./validate-options.ts";
+import { videoShape, type VideoShape } from "./video-shape.ts";
 
 export type { Capability };
 
@@ -26,6 +27,8 @@ export interface RegisteredModel {
   description?: string;
   createdAt: number;
   capabilities: Capability[];
+  /** video models: the sizes and seconds it takes, and whether it can remix (video-shape.ts) */
+  video?: VideoShape;
   /** models tried in order when this one fails before any output (chat, embeddings); checked at boot */
   fallbacks: string[];
   /**
@@ -136,10 +139,11 @@ export async function buildRegistry(
     const problems = problemsWithInstance(instance);
     if (problems.length) throw new ConfigError(`models[${i}]`, `plugin "${m.plugin}" gave model "${m.id}" an unusable instance: ${problems.join("; ")}`);
     const capabilities = CAPABILITIES.filter((c) => instance[c]);
+    const video = instance.video ? videoShape(instance.video, m, `models[${i}]`) : undefined;
     const managed = withHostTokenizer(checkedInstance(instance, host.site(m, plugin)), policy.warmHostTokenizer);
     const loader = new ModelLoader(m.id, managed, policy);
     loaders.set(m.id, loader);
-    byId.set(m.id, { id: m.id, plugin: m.plugin, pricing: m.pricing, maxOutputTokens: m.maxOutputTokens, contextLength: m.contextLength, ownedBy: m.ownedBy ?? "reelay", description: m.description, createdAt: now, capabilities, fallbacks: m.fallbacks ?? [], instance: waitingInstance(managed, loader), ready: (signal) => loader.ready(signal) });
+    byId.set(m.id, { id: m.id, plugin: m.plugin, pricing: m.pricing, maxOutputTokens: m.maxOutputTokens, contextLength: m.contextLength, ownedBy: m.ownedBy ?? "reelay", description: m.description, createdAt: now, capabilities, video, fallbacks: m.fallbacks ?? [], instance: waitingInstance(managed, loader), ready: (signal) => loader.ready(signal) });
   }
   checkFallbacks(models, byId);
   return {

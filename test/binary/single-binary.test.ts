@@ -1,40 +1,56 @@
 /**
- * The compiled dist/reelay, copied alone into an empty directory (no node_modules, no sources):
- * starts on embedded PGlite, applies its embedded migrations, serves local embeddings, renders a
+ * The compiled dist/reelay, copied alone into an empty directory (no node_modules, no sources) and
+ * started the way docs/operations.md's "single binary" block says (a directory in the home
+ * directory: no root needed): starts on embedded PGlite, applies its embedded migrations, serves local embeddings, renders a
  * preview video (its worker threads are embedded too) and the docs UI, runs the CLI, and stops
  * gracefully on SIGTERM.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
 import { compiledBinary, freePort, waitForOwnListener } from "../support/harness.ts";
+import { blocksCheckedBy, ROOT } from "../readme/doc-blocks.ts";
 
-const ADMIN = "binary-test-admin-token-0123";
+// docs/operations.md: `bash compile.sh`, then a copy in a directory of its own, then `./reelay serve` there
+const [docBlock] = blocksCheckedBy("test/binary/single-binary.test.ts");
+const [compileLine, copyLine, serveLine] = docBlock!.code.split("\n").map((l) => l.replace(/\s+#.*$/, ""));
+const ADMIN = /REELAY_ADMIN_TOKEN=(\S+)/.exec(serveLine!)![1]!;
+let home: string;
 let dir: string;
 let bin: string;
 
 beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), "reelay-bin-"));
+  expect(compileLine).toBe("bash compile.sh");
+  compiledBinary(); // what compile.sh makes (built once for the whole suite)
+  home = mkdtempSync(join(tmpdir(), "reelay-bin-home-"));
+  const copy = Bun.spawnSync(["bash", "-euc", copyLine!], { cwd: ROOT, env: { PATH: "/usr/bin:/bin", HOME: home } });
+  expect({ code: copy.exitCode, err: copy.stderr.toString() }).toEqual({ code: 0, err: "" });
+  dir = join(home, "reelay");
   bin = join(dir, "reelay");
-  copyFileSync(compiledBinary(), bin);
   mkdirSync(join(dir, "tmp"));
-  Bun.spawnSync(["chmod", "+x", bin]);
 }, 300_000);
 // a 200 MB copy of the binary per run: left behind, 80 runs filled the machine's disk
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+afterAll(() => rmSync(home, { recursive: true, force: true }));
 
-const env = (port: number) => ({ PATH: "/usr/bin:/bin", HOME: dir, TMPDIR: join(dir, "tmp"), PORT: String(port), REELAY_ADMIN_TOKEN: ADMIN, REELAY_LOG_FORMAT: "json" });
+const env = (port: number) => ({ PATH: "/usr/bin:/bin", HOME: home, TMPDIR: join(dir, "tmp"), PORT: String(port), REELAY_ADMIN_TOKEN: ADMIN, REELAY_LOG_FORMAT: "json" });
+
+test("the docs' single-binary block writes only under the home directory: no root needed", () => {
+  expect(docBlock!.code).not.toMatch(/(^|\s)\/(?!dev\/null)/m); // no absolute path
+  expect(readdirSync(home)).toEqual(["reelay"]);
+  expect(readdirSync(dir).sort()).toEqual(["reelay", "tmp"]);
+});
 
 function cli(...args: string[]) {
   const r = Bun.spawnSync([bin, ...args], { cwd: dir, env: env(0) });
   return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
 }
 
+/** the docs' serve line, as typed at the repository root (bash execs the server: its pid is ours) */
 function serve(port: number) {
   const logFile = join(dir, `serve-${port}.log`);
-  const proc = Bun.spawn([bin, "serve"], { cwd: dir, env: env(port), stdout: Bun.file(logFile), stderr: Bun.file(logFile + ".err") });
+  const proc = Bun.spawn(["bash", "-c", serveLine!], { cwd: ROOT, env: env(port), stdout: Bun.file(logFile), stderr: Bun.file(logFile + ".err") });
   return { proc, url: `http://127.0.0.1:${port}`, log: () => (existsSync(logFile) ? readFileSync(logFile, "utf8") : "") + (existsSync(logFile + ".err") ? readFileSync(logFile + ".err", "utf8") : "") };
 }
 

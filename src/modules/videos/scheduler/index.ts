@@ -14,6 +14,7 @@ import { claimDueJobs, modelsWithDueJobs, releaseAllLeases, releaseJob, renewLea
 import { expireResults, failJob } from "../job-table/transitions.ts";
 import { runJob } from "./run-job.ts";
 import { PollPacer } from "./poll-pacer.ts";
+import { sweepStoredObjects } from "./sweep-objects.ts";
 import { openWakeChannel, type WakeChannel } from "./wake-channel.ts";
 
 /** a plugin that states no limit gets 4 jobs in flight per instance */
@@ -117,6 +118,8 @@ export function createVideoScheduler(deps: AppDeps): BackgroundTask {
   const sweeper = every(SWEEP_INTERVAL_MS, async () => {
     const n = await expireResults(deps);
     if (n) logger.info({ expired: n }, "video results past retention dropped");
+    const swept = await sweepStoredObjects(deps);
+    if (swept) logger.info({ jobs: swept }, "stored objects of ended video jobs deleted");
   }, (err) => logger.error({ err }, "video retention sweep failed"));
 
   return {
