@@ -56,7 +56,7 @@ writeFileSync(file, JSON.stringify({ builtins: false, models: [
   model("comfy", "comfyui", { baseUrl: comfy.url, workflowFile: join(import.meta.dir, "../examples/comfyui/wan22-i2v.json"), pollIntervalMs: 2_000 }),
   model("replicate", "replicate", { model: "wan-video/wan-2.2-i2v-fast", baseUrl: replicate.url, apiKeyEnv: "BENCH_REPLICATE", inputMapping: { size: "width,height" } }),
   model("fal", "fal", { app: "fal-ai/kling-video/v2.1/standard/image-to-video", baseUrl: fal.url, apiKeyEnv: "BENCH_FAL", pollIntervalMs: POLL_MS, inputMapping: { size: "width,height", seconds: "duration" } }),
-  model("openai", "openai-videos", { baseUrl: openai.url, apiKeyEnv: "BENCH_OPENAI", upstreamModel: "sora-2", pollIntervalMs: POLL_MS }),
+  model("openai", "openai-videos", { baseUrl: openai.url, apiKeyEnv: "BENCH_OPENAI", upstreamModel: "sora-2", pollIntervalMs: POLL_MS, sizes: ["480x832"], seconds: [1] }),
 ] }));
 
 const databaseUrl = await createTestDatabase();

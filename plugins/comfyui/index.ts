@@ -14,11 +14,11 @@
  * node) fails the job with a message naming the node. Several servers (`deployments`): the SDK's
  * VideoJobRouter spreads jobs and follows each on its own server.
  */
-import { definePlugin, isMp4, VideoJobRouter, DEFAULT_BREAKER, type Deployment, type DeploymentSpec, type ModelInstance, type PluginContext, type VideoPollResult, type VideoRequest } from "@reelay/plugin-sdk";
+import { definePlugin, isMp4, VideoJobRouter, DEFAULT_BREAKER, DEFAULT_VIDEO_SECONDS, type Deployment, type DeploymentSpec, type ModelInstance, type PluginContext, type VideoPollResult, type VideoRequest } from "@reelay/plugin-sdk";
 import { ComfyClient, executionError, videoOutput } from "./comfy-client.ts";
 import { framesFunction } from "./frames.ts";
 import { LiveEvents } from "./live-events.ts";
-import { ComfyOptions, deploymentNames, validateOptions } from "./options.ts";
+import { COMFY_SIZES, ComfyOptions, deploymentNames, validateOptions } from "./options.ts";
 import { fillWorkflow, readWorkflow, samplerCount } from "./workflow.ts";
 
 export type { ComfyOptions } from "./options.ts";
@@ -63,6 +63,8 @@ export default definePlugin({
       video: {
         maxConcurrency: o.maxConcurrency,
         pollIntervalMs: o.pollIntervalMs,
+        sizes: o.sizes ?? COMFY_SIZES,
+        seconds: o.seconds ?? (typeof o.framesFor === "string" ? DEFAULT_VIDEO_SECONDS : Object.keys(o.framesFor).map(Number).sort((a, b) => a - b)),
 
         async submit(req, call) {
           const handle = await jobs.submit(call, async (d) => {

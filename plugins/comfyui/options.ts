@@ -3,6 +3,9 @@ import { DeploymentMaxConcurrent, DeploymentName, DeploymentWeight, EnvVarName, 
 import { framesProblem } from "./frames.ts";
 import { readWorkflow } from "./workflow.ts";
 
+/** what Wan 2.x and LTX-Video workflows render well: the first API's three sizes and 720p both ways */
+export const COMFY_SIZES = ["480x832", "832x480", "624x624", "720x1280", "1280x720"];
+
 const BaseUrl = Type.String({ pattern: "^https?://[^?#@]+$", description: 'the ComfyUI server, e.g. "http://gpu-box:8188" (http or https, no query or credentials)' });
 
 export const ComfyDeployment = Type.Object({
@@ -31,6 +34,10 @@ export const ComfyOptions = Type.Object({
   fps: Type.Integer({ minimum: 1, maximum: 120, default: 16 }),
   /** how seconds become frames ({{frames}}): a formula of `seconds`, `fps`, integers, + - * and parentheses, or a table */
   framesFor: Type.Union([Type.String({ minLength: 1, maxLength: 100 }), FramesTable], { default: "seconds * fps + 1" }),
+  /** the sizes the workflow renders (the models file may narrow them); default: COMFY_SIZES */
+  sizes: Type.Optional(Type.Array(Type.String({ pattern: "^[1-9][0-9]{1,3}x[1-9][0-9]{1,3}$", description: '"WIDTHxHEIGHT", even numbers' }), { minItems: 1, maxItems: 64 })),
+  /** the clip lengths it renders; default: a framesFor table's lengths, else 1–10 */
+  seconds: Type.Optional(Type.Array(Type.Integer({ minimum: 1, maximum: 3600 }), { minItems: 1, maxItems: 600 })),
   /** the node whose output is the video; default: the first node that outputs an .mp4 */
   outputNode: Type.Optional(Type.String({ pattern: "^[A-Za-z0-9_:.-]{1,64}$" })),
   /** {{steps}} when the client gave none */

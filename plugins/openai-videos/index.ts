@@ -48,6 +48,8 @@ export default definePlugin({
       close: () => jobs.close(),
       video: {
         maxConcurrency: o.maxConcurrency,
+        sizes: o.sizes,
+        seconds: o.seconds,
         pollIntervalMs: o.pollIntervalMs,
 
         async submit(req, call) {

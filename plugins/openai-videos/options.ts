@@ -25,6 +25,10 @@ export const OpenAIVideosOptions = Type.Object({
   routing: RoutingOptions,
   /** a 1–5 min job polled every 2 s adds ≤ 2 s (OpenAI's own poller waits openai-poll-after-ms, ~1–2 s) */
   pollIntervalMs: Type.Integer({ minimum: 50, maximum: 600_000, default: 2_000 }),
+  /** the sizes the upstream model renders (the models file may narrow them); default OpenAI's (sora-2) */
+  sizes: Type.Array(Type.String({ pattern: "^[1-9][0-9]{1,3}x[1-9][0-9]{1,3}$", description: '"WIDTHxHEIGHT", even numbers' }), { minItems: 1, maxItems: 64, default: ["720x1280", "1280x720", "1024x1792", "1792x1024"] }),
+  /** the clip lengths it renders, sent as strings; default OpenAI's */
+  seconds: Type.Array(Type.Integer({ minimum: 1, maximum: 3600 }), { minItems: 1, maxItems: 600, default: [4, 8, 12] }),
   maxConcurrency: Type.Integer({ minimum: 1, maximum: 10_000, default: 16 }),
   timeouts: Type.Object({
     /** one create (with the image upload), status or delete call */

@@ -18,7 +18,7 @@ let s: TestServer;
 beforeAll(async () => {
   const file = join(mkdtempSync(join(tmpdir(), "reelay-openai-videos-flow-")), "models.json");
   writeFileSync(file, JSON.stringify({ builtins: false, models: [
-    { id: "sora-resold", plugin: "openai-videos", pricing: { perSecond: PRICE }, options: { baseUrl: upstream.url, apiKeyEnv: "REELAY_TEST_VIDEOS_KEY", upstreamModel: "sora-2", pollIntervalMs: 100 } },
+    { id: "sora-resold", plugin: "openai-videos", pricing: { perSecond: PRICE }, options: { baseUrl: upstream.url, apiKeyEnv: "REELAY_TEST_VIDEOS_KEY", upstreamModel: "sora-2", pollIntervalMs: 100, sizes: ["832x480", "720x1280"], seconds: [2, 4] } },
   ] }));
   s = await startTestServer({ REELAY_MODELS_FILE: file, REELAY_SCHEDULER_POLL_MS: "50", REELAY_SCHEDULER_LEASE_MS: "3000" });
 });

@@ -72,6 +72,8 @@ export default definePlugin({
       close: () => jobs.close(),
       video: {
         maxConcurrency: o.maxConcurrency,
+        sizes: o.sizes,
+        seconds: o.seconds,
         pollIntervalMs: hooks ? o.webhookPollIntervalMs : o.pollIntervalMs,
 
         async submit(req, call) {

@@ -15,6 +15,10 @@ export const REPLICATE_INPUT: Record<InputSource, string | null> = {
   job_id: null,
 };
 
+/** hosted video models take an aspect ratio and a length more than an exact size: accept the usual ones, let each model's entry narrow them */
+export const HOSTED_SIZES = ["480x832", "832x480", "624x624", "720x1280", "1280x720", "1024x1792", "1792x1024"];
+export const HOSTED_SECONDS = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12];
+
 const BaseUrl = Type.String({ pattern: "^https?://[^?#@]+$", description: `the API, default ${REPLICATE_API} (http or https, no query or credentials)` });
 
 export const ReplicateDeployment = Type.Object({
@@ -50,6 +54,10 @@ export const ReplicateOptions = Type.Object({
   pollIntervalMs: Type.Integer({ minimum: 50, maximum: 600_000, default: 2_000 }),
   /** polling with webhooks on: only a safety net for a lost callback */
   webhookPollIntervalMs: Type.Integer({ minimum: 50, maximum: 3_600_000, default: 30_000 }),
+  /** the sizes the model renders (the models file may narrow them): the first API's three and OpenAI's four */
+  sizes: Type.Array(Type.String({ pattern: "^[1-9][0-9]{1,3}x[1-9][0-9]{1,3}$", description: '"WIDTHxHEIGHT", even numbers' }), { minItems: 1, maxItems: 64, default: HOSTED_SIZES }),
+  /** the clip lengths it renders (the models file may narrow them, e.g. Kling: [5, 10]) */
+  seconds: Type.Array(Type.Integer({ minimum: 1, maximum: 3600 }), { minItems: 1, maxItems: 600, default: HOSTED_SECONDS }),
   maxConcurrency: Type.Integer({ minimum: 1, maximum: 10_000, default: 16 }),
   timeouts: Type.Object({
     requestMs: Type.Integer({ minimum: 1, maximum: 600_000, default: 30_000 }),

@@ -44,7 +44,7 @@ test("from the binary on PGlite: a job on each of ComfyUI, Replicate (webhook), 
     { id: "wan22", plugin: "comfyui", ...common, options: { baseUrl: comfy.url, workflowFile: "workflows/wan22-i2v.json" } },
     { id: "kling-replicate", plugin: "replicate", ...common, options: { model: "kwaivgi/kling-v2.1", baseUrl: replicate.url, apiKeyEnv: "REPLICATE_API_TOKEN", webhookPollIntervalMs: 600_000, inputMapping: { size: "width,height" } } },
     { id: "kling-fal", plugin: "fal", ...common, options: { app: "fal-ai/kling-video/v2.1/standard/image-to-video", baseUrl: fal.url, apiKeyEnv: "FAL_KEY", pollIntervalMs: 200, inputMapping: { size: "width,height" } } },
-    { id: "sora", plugin: "openai-videos", ...common, options: { baseUrl: openai.url, apiKeyEnv: "OPENAI_API_KEY", upstreamModel: "sora-2", pollIntervalMs: 200 } },
+    { id: "sora", plugin: "openai-videos", ...common, options: { baseUrl: openai.url, apiKeyEnv: "OPENAI_API_KEY", upstreamModel: "sora-2", pollIntervalMs: 200, sizes: ["480x832"], seconds: [1] } },
   ] }));
   const env = {
     PATH: "/usr/bin:/bin", HOME: dir, PORT: String(port), REELAY_ADMIN_TOKEN: ADMIN, REELAY_LOG_FORMAT: "json", REELAY_MODELS_FILE: "models.yaml",

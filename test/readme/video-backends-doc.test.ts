@@ -20,7 +20,7 @@ import { startFakeOpenAIVideos } from "../fakes/openai-videos.ts";
 import { client, pngBase64 } from "../videos/support.ts";
 
 const ROOT = join(import.meta.dir, "../..");
-type Model = { id: string; plugin: string; options: Record<string, any>; pricing: { perSecond: number }; allowPrivateNetwork?: boolean };
+type Model = { id: string; plugin: string; options: Record<string, any>; pricing: { perSecond: number }; allowPrivateNetwork?: boolean; seconds?: number[] };
 const doc = readFileSync(join(ROOT, "docs/video-backends.md"), "utf8");
 const models = [...doc.matchAll(/```yaml\n([\s\S]*?)```/g)].flatMap((m) => (parse(m[1]!) as { models: Model[] }).models);
 
@@ -92,7 +92,7 @@ test("each example runs a job against its backend's fake and is charged price ×
   const c = await s.newClient({ credits: 100_000_000 });
   const api = client(s.url, c.key);
   const jobs = await Promise.all(models.map(async (m) => {
-    const seconds = m.plugin === "openai-videos" ? 4 : 1;
+    const seconds = m.seconds?.[0] ?? (m.plugin === "openai-videos" ? 4 : 1);
     const res = await api.submit({ model: m.id, prompt: "a lighthouse at dusk", image: pngBase64(), seconds });
     expect(res.status).toBe(202);
     return { m, seconds, id: ((await res.json()) as { id: string }).id };

@@ -42,7 +42,7 @@ function modelsFile(): string {
     // webhooks on; a callback sent while the server is down is lost, so the fallback poll is short here
     model("replicate", "replicate", { model: "wan-video/wan-2.2-i2v-fast", baseUrl: replicate.url, apiKeyEnv: "REELAY_T9_REPLICATE", webhookPollIntervalMs: 1_000, inputMapping: { size: "width,height" } }),
     model("fal", "fal", { app: "fal-ai/kling-video/v2.1/standard/image-to-video", baseUrl: fal.url, apiKeyEnv: "REELAY_T9_FAL", inputMapping: { size: "width,height", seconds: "duration" } }),
-    model("openai", "openai-videos", { baseUrl: openai.url, apiKeyEnv: "REELAY_T9_OPENAI", upstreamModel: "sora-2" }),
+    model("openai", "openai-videos", { baseUrl: openai.url, apiKeyEnv: "REELAY_T9_OPENAI", upstreamModel: "sora-2", sizes: ["624x624"], seconds: [2] }),
   ] }));
   return file;
 }
