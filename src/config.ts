@@ -59,6 +59,8 @@ export interface ModelConfig {
   sizes?: string[];
   /** video: narrows the clip lengths (whole seconds) the plugin declares */
   seconds?: number[];
+  /** other names clients may ask for this model by (agents hard-code model names); usage rows and answers carry `id` */
+  aliases?: string[];
 }
 
 export interface RateLimitDefaults {
@@ -93,6 +95,8 @@ export interface Config {
   responsesStore: boolean;
   /** how long a stored response (and the conversation ending in it) is kept */
   responsesRetentionMs: number;
+  /** a Messages API stream (Anthropic's format) quiet this long gets a `ping` event, as Anthropic's own streams do */
+  streamPingMs: number;
   schedulerPollMs: number;
   schedulerLeaseMs: number;
   instanceId: string;
@@ -227,6 +231,7 @@ export function loadConfig(env: Env = process.env): Config {
     videoRetentionMs: int(env, "REELAY_VIDEO_RETENTION_SECONDS", 1800, 1) * 1000,
     responsesStore: bool(env, "REELAY_RESPONSES_STORE", true),
     responsesRetentionMs: int(env, "REELAY_RESPONSES_RETENTION_SECONDS", 30 * 86_400, 1, 365 * 86_400) * 1000,
+    streamPingMs: int(env, "REELAY_STREAM_PING_MS", 10_000, 100, 600_000),
     schedulerPollMs: int(env, "REELAY_SCHEDULER_POLL_MS", 500, 10, 60_000),
     schedulerLeaseMs: int(env, "REELAY_SCHEDULER_LEASE_MS", 30_000, 1000, 3_600_000),
     instanceId: str(env, "REELAY_INSTANCE_ID") ?? `${process.pid}-${crypto.randomUUID().slice(0, 8)}`,
@@ -333,6 +338,9 @@ function cidrs(env: Env, key: string): string[] {
   });
 }
 
+/** a model id or alias: what a client types as `model` */
+const MODEL_ID = /^[A-Za-z0-9][\w.:/-]{0,127}$/;
+
 export interface ModelsFile {
   models: ModelConfig[];
   /** keep the built-in models (default true); the file's entries replace built-ins of the same id */
@@ -369,14 +377,14 @@ export function parseModels(doc: unknown): ModelConfig[] {
   const list = (doc as { models?: unknown })?.models;
   if (!Array.isArray(list)) throw new ConfigError("models", "expected a list under the top-level key `models`");
   const seen = new Set<string>();
-  return list.map((m, i) => {
+  const models = list.map((m, i): ModelConfig => {
     const at = (k: string) => `models[${i}]${k ? "." + k : ""}`;
     if (!m || typeof m !== "object") throw new ConfigError(at(""), "expected an object");
     const o = m as Record<string, unknown>;
     for (const k of Object.keys(o)) {
-      if (!["id", "plugin", "options", "pricing", "maxOutputTokens", "contextLength", "ownedBy", "description", "allowPrivateNetwork", "fallbacks", "sizes", "seconds"].includes(k)) throw new ConfigError(at(k), "unknown key");
+      if (!["id", "plugin", "options", "pricing", "maxOutputTokens", "contextLength", "ownedBy", "description", "allowPrivateNetwork", "fallbacks", "sizes", "seconds", "aliases"].includes(k)) throw new ConfigError(at(k), "unknown key");
     }
-    if (typeof o.id !== "string" || !/^[A-Za-z0-9][\w.:/-]{0,127}$/.test(o.id)) throw new ConfigError(at("id"), "expected a model id (letters, digits, . _ : / -)");
+    if (typeof o.id !== "string" || !MODEL_ID.test(o.id)) throw new ConfigError(at("id"), "expected a model id (letters, digits, . _ : / -)");
     if (seen.has(o.id)) throw new ConfigError(at("id"), `duplicate model id "${o.id}"`);
     seen.add(o.id);
     if (typeof o.plugin !== "string" || !o.plugin) throw new ConfigError(at("plugin"), "expected a plugin name");
@@ -400,6 +408,9 @@ export function parseModels(doc: unknown): ModelConfig[] {
     if (o.fallbacks !== undefined && (!Array.isArray(o.fallbacks) || o.fallbacks.some((f) => typeof f !== "string" || !f) || new Set(o.fallbacks).size !== o.fallbacks.length)) {
       throw new ConfigError(at("fallbacks"), "expected a list of distinct model ids");
     }
+    if (o.aliases !== undefined && (!Array.isArray(o.aliases) || o.aliases.some((a) => typeof a !== "string" || !MODEL_ID.test(a)) || new Set(o.aliases).size !== o.aliases.length)) {
+      throw new ConfigError(at("aliases"), "expected a list of distinct model names (letters, digits, . _ : / -)");
+    }
     return {
       id: o.id,
       plugin: o.plugin,
@@ -413,8 +424,28 @@ export function parseModels(doc: unknown): ModelConfig[] {
       ...(Array.isArray(o.fallbacks) && o.fallbacks.length ? { fallbacks: o.fallbacks as string[] } : {}),
       ...(o.sizes ? { sizes: o.sizes as string[] } : {}),
       ...(o.seconds ? { seconds: o.seconds as number[] } : {}),
+      ...(Array.isArray(o.aliases) && o.aliases.length ? { aliases: o.aliases as string[] } : {}),
     };
   });
+  checkModelNames(models);
+  return models;
+}
+
+/**
+ * Every name a client may ask for (ids and aliases) names one model: a second use is refused at
+ * boot, naming both places, never resolved by order. Also run on the final list (built-in and
+ * external plugins' models included) by the registry.
+ */
+export function checkModelNames(models: Array<Pick<ModelConfig, "id" | "aliases">>, where = (i: number) => `models[${i}]`): void {
+  const owner = new Map<string, string>();
+  for (const [i, m] of models.entries()) owner.set(m.id, `the id of ${where(i)} ("${m.id}")`);
+  for (const [i, m] of models.entries()) {
+    for (const alias of m.aliases ?? []) {
+      const taken = owner.get(alias);
+      if (taken) throw new ConfigError(`${where(i)}.aliases`, `"${alias}" (an alias of model "${m.id}") is already ${taken}; a name may belong to one model only`);
+      owner.set(alias, `an alias of ${where(i)} (model "${m.id}")`);
+    }
+  }
 }
 
 /** `*`: any origin; a list of origins; null: no CORS headers (http/cors.ts applies it). */

@@ -4,7 +4,7 @@
  * can do is whatever capabilities its instance implements; the core never looks at plugin names.
  */
 import type { Config, ModelConfig } from "../config.ts";
-import { ConfigError } from "../config.ts";
+import { checkModelNames, ConfigError } from "../config.ts";
 import { CAPABILITIES, problemsWithInstance, type Capability, type ModelInstance, type ModelPricing, type ReelayPlugin } from "../plugin-sdk/index.ts";
 import type { Scope } from "../accounts/api-keys.ts";
 import { checkedInstance } from "../plugin-host/checked-instance.ts";
@@ -18,7 +18,10 @@ import { videoShape, type VideoShape } from "./video-shape.ts";
 export type { Capability };
 
 export interface RegisteredModel {
+  /** the name it is listed, billed and answered under */
   id: string;
+  /** other names that resolve to it (models file `aliases`) */
+  aliases: string[];
   plugin: string;
   pricing: ModelPricing;
   maxOutputTokens?: number;
@@ -46,7 +49,8 @@ export interface RegisteredModel {
 }
 
 export interface ModelRegistry {
-  get(id: string): RegisteredModel | undefined;
+  /** the model with this id or alias */
+  get(name: string): RegisteredModel | undefined;
   list(): RegisteredModel[];
   /** each model's load state, for /readyz */
   statuses(): ModelStatus[];
@@ -123,6 +127,7 @@ export async function buildRegistry(
   host: PluginHost,
   policy: LoadPolicy = { waitMs: 60_000, retryAfterMs: 10_000, idleUnloadMs: 0, log: QUIET },
 ): Promise<ModelRegistry> {
+  checkModelNames(models);
   const byId = new Map<string, RegisteredModel>();
   const loaders = new Map<string, ModelLoader>();
   const now = Math.floor(Date.now() / 1000);
@@ -143,11 +148,13 @@ export async function buildRegistry(
     const managed = withHostTokenizer(checkedInstance(instance, host.site(m, plugin)), policy.warmHostTokenizer);
     const loader = new ModelLoader(m.id, managed, policy);
     loaders.set(m.id, loader);
-    byId.set(m.id, { id: m.id, plugin: m.plugin, pricing: m.pricing, maxOutputTokens: m.maxOutputTokens, contextLength: m.contextLength, ownedBy: m.ownedBy ?? "reelay", description: m.description, createdAt: now, capabilities, video, fallbacks: m.fallbacks ?? [], instance: waitingInstance(managed, loader), ready: (signal) => loader.ready(signal) });
+    byId.set(m.id, { id: m.id, aliases: m.aliases ?? [], plugin: m.plugin, pricing: m.pricing, maxOutputTokens: m.maxOutputTokens, contextLength: m.contextLength, ownedBy: m.ownedBy ?? "reelay", description: m.description, createdAt: now, capabilities, video, fallbacks: m.fallbacks ?? [], instance: waitingInstance(managed, loader), ready: (signal) => loader.ready(signal) });
   }
-  checkFallbacks(models, byId);
+  const byName = new Map(byId);
+  for (const m of byId.values()) for (const alias of m.aliases) byName.set(alias, m);
+  checkFallbacks(models, byName);
   return {
-    get: (id) => byId.get(id),
+    get: (name) => byName.get(name),
     list: () => [...byId.values()],
     statuses: () => [...loaders.values()].map((l) => l.status()),
     wakeups: host.wakeups,
@@ -163,14 +170,14 @@ export async function buildRegistry(
 }
 
 /** Every fallback names another served model that can do what this model does (chat, embeddings). */
-function checkFallbacks(models: ModelConfig[], byId: Map<string, RegisteredModel>): void {
+function checkFallbacks(models: ModelConfig[], byName: Map<string, RegisteredModel>): void {
   for (const [i, m] of models.entries()) {
-    const self = byId.get(m.id)!;
+    const self = byName.get(m.id)!;
     for (const id of m.fallbacks ?? []) {
       const at = `models[${i}].fallbacks`;
-      const other = byId.get(id);
-      if (id === m.id) throw new ConfigError(at, `model "${m.id}" lists itself as a fallback`);
-      if (!other) throw new ConfigError(at, `model "${m.id}": no model named "${id}" to fall back to (models: ${[...byId.keys()].join(", ")})`);
+      const other = byName.get(id);
+      if (id === m.id || other === self) throw new ConfigError(at, `model "${m.id}" lists itself as a fallback${id === m.id ? "" : ` (by its alias "${id}")`}`);
+      if (!other) throw new ConfigError(at, `model "${m.id}": no model named "${id}" to fall back to (models: ${[...new Set([...byName.values()].map((x) => x.id))].join(", ")})`);
       const needs = self.capabilities.filter((c) => c === "chat" || c === "embeddings");
       if (!needs.length) throw new ConfigError(at, `model "${m.id}": fallbacks apply to chat and embeddings models; it serves ${self.capabilities.join(", ")}`);
       if (!needs.some((c) => other.capabilities.includes(c))) throw new ConfigError(at, `model "${m.id}" cannot fall back to "${id}": it serves ${other.capabilities.join(", ")}, not ${needs.join(" or ")}`);
@@ -178,9 +185,9 @@ function checkFallbacks(models: ModelConfig[], byId: Map<string, RegisteredModel
   }
 }
 
-/** May this key use this model? (allowed-model list and capability scopes) */
+/** May this key use this model? (allowed-model list, which may name it by an alias, and capability scopes) */
 export function keyMayUse(model: RegisteredModel, key: { scopes: Scope[] | null; allowedModels: string[] | null }): boolean {
-  if (key.allowedModels && !key.allowedModels.includes(model.id)) return false;
+  if (key.allowedModels && !key.allowedModels.includes(model.id) && !model.aliases.some((a) => key.allowedModels!.includes(a))) return false;
   if (key.scopes && !model.capabilities.some((c) => key.scopes!.includes(c))) return false;
   return true;
 }
