@@ -2,13 +2,20 @@ import { Elysia } from "elysia";
 import type { AppDeps } from "../../deps.ts";
 import { requireKey } from "../../http/require-key.ts";
 import { AnthropicError, CountTokensRequest, CountTokensResponse, MessageObject, MessagesRequest } from "./model.ts";
-import { countMessageTokens, createMessage, OMITTED_TOOLS_HEADER } from "./service.ts";
+import { countMessageTokens, createMessage, OMITTED_TOOLS_HEADER, type MessagesCall } from "./service.ts";
 
 const errors = { 400: AnthropicError, 401: AnthropicError, 402: AnthropicError, 403: AnthropicError, 404: AnthropicError, 429: AnthropicError, 500: AnthropicError };
 const AUTH = "Authenticate with `x-api-key: <API key>` (what Anthropic's SDKs and Claude Code send) or `Authorization: Bearer <API key>`; `anthropic-version` and `anthropic-beta` are accepted. ";
 const ERRORS =
   "Errors use Anthropic's envelope `{\"type\": \"error\", \"error\": {\"type\", \"message\"}}` and statuses (invalid_request_error 400, authentication_error 401, " +
   "billing_error 402 — not enough credits, permission_error 403, not_found_error 404, rate_limit_error 429, api_error 500/502, timeout_error 504, overloaded_error 529 where reelay is out of capacity).";
+
+/** The client's Anthropic headers, for a model that speaks Messages natively. */
+function anthropicHeaders(request: Request): Pick<MessagesCall, "anthropicVersion" | "anthropicBeta"> {
+  const version = request.headers.get("anthropic-version") ?? undefined;
+  const beta = request.headers.get("anthropic-beta")?.split(",").map((b) => b.trim()).filter((b) => b !== "");
+  return { anthropicVersion: version, anthropicBeta: beta?.length ? beta : undefined };
+}
 
 /** Anthropic's Messages API over every chat model, billed like chat (docs/messages-api.md). */
 export const messagesRoutes = (deps: AppDeps) =>
@@ -19,7 +26,7 @@ export const messagesRoutes = (deps: AppDeps) =>
       ({ body, principal, request, set }) =>
         createMessage(deps, {
           principal, body, requestId: String(set.headers["x-request-id"]), signal: request.signal, startedAt: performance.now(),
-          note: (facts) => deps.requestLog.note(request, facts),
+          note: (facts) => deps.requestLog.note(request, facts), ...anthropicHeaders(request),
         }),
       {
         body: MessagesRequest,
@@ -37,7 +44,11 @@ export const messagesRoutes = (deps: AppDeps) =>
         response: { 200: MessageObject, ...errors, 502: AnthropicError, 504: AnthropicError, 529: AnthropicError },
       },
     )
-    .post("/messages/count_tokens", ({ body, principal, request }) => countMessageTokens(deps, principal, body, request.signal), {
+    .post("/messages/count_tokens", ({ body, principal, request, set }) =>
+      countMessageTokens(deps, {
+        principal, body, requestId: String(set.headers["x-request-id"]), signal: request.signal, startedAt: performance.now(),
+        note: (facts) => deps.requestLog.note(request, facts), ...anthropicHeaders(request),
+      }), {
       body: CountTokensRequest,
       detail: {
         summary: "Count a message's tokens (Anthropic)",
