@@ -1,7 +1,7 @@
 /**
  * A native Messages stream as the chat relay sends it (relay-stream.ts's RelayFormat): each
  * upstream event is written as it came (`event: <name>\ndata: <the upstream's JSON>\n\n`, pings
- * included), with two exceptions. `message_start` names reelay's model id. `message_delta` (the
+ * included), with two exceptions. `message_start` names the model as native.ts answers it. `message_delta` (the
  * stop reason and the upstream's final usage) is held until `message_stop`, the stream's end: the
  * request is settled, and it goes out with the usage billed — the counts the usage row records —
  * then `message_stop`. Anthropic sends the two back to back, so holding one costs the client
@@ -29,7 +29,7 @@ export class NativeMessagesFormat implements RelayFormat<MessagesStreamEvent> {
   private held: MessagesStreamEvent["json"] | null = null;
   private stop: MessagesStreamEvent | null = null;
 
-  constructor(private readonly modelId: string) {}
+  constructor(private readonly model: string) {}
 
   isEnd(e: MessagesStreamEvent): boolean {
     if (e.event !== "message_stop") return false;
@@ -42,7 +42,7 @@ export class NativeMessagesFormat implements RelayFormat<MessagesStreamEvent> {
     switch (e.event) {
       case "message_start": {
         const message = e.json.message as Record<string, unknown> | undefined;
-        return frame(e.event, JSON.stringify({ ...e.json, message: { ...message, model: this.modelId } }));
+        return frame(e.event, JSON.stringify({ ...e.json, message: { ...message, model: this.model } }));
       }
       case "message_delta":
         this.held = e.json;

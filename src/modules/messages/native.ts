@@ -5,7 +5,11 @@
  * maximum, as chat clamps it: the hold is sized on it), with the client's `anthropic-version` and
  * `anthropic-beta`; the answer — or each event, as it arrives — comes back as the upstream sent it:
  * thinking blocks and their signatures, `cache_control`, tool blocks and beta fields are never
- * translated. Only `model` (reelay's id) and `usage` (what was billed) are reelay's.
+ * translated. Only `model` and `usage` (what was billed) are reelay's. `model` is the name the client
+ * asked for (an alias stays the alias) when that model served, and the serving model's id when a
+ * fallback did: a thinking block's signature is bound to the model that made it, and clients keep
+ * thinking blocks for the next turn only while the answer's model is the one they ask for (Claude
+ * Code drops them otherwise — a fallback's must be dropped, the requested model's kept).
  *
  * Every step around the upstream call is the chat pipeline's own, as for the bridged path:
  * prepareRequest (fallbacks, estimate, token budget, worst-case hold), withFallbacks,
@@ -78,6 +82,9 @@ function view(body: MessagesCall["body"], stream: boolean, bridge: Bridge): Requ
   return { ...messagesEstimate(body), choices: 1, bodyFor: (m) => (speaksMessages(m, stream) ? (body as PluginMessagesRequest) : bridge.chat()) };
 }
 
+/** The answer's `model`: the name asked for when the requested model served (see above), else the fallback's id. */
+const answeredModel = (call: MessagesCall, p: PreparedChat<Forwarded>) => (p.model === p.candidates[0]!.model ? call.body.model : p.model.id);
+
 const pipelineCall = (call: MessagesCall): PipelineCall => ({
   principal: call.principal, requestId: call.requestId, signal: call.signal, startedAt: call.startedAt, note: call.note, route: ROUTE,
 });
@@ -109,7 +116,7 @@ export async function createNative(deps: AppDeps, call: MessagesCall, model: Reg
   }
   const message = served.native.message;
   const billed = finishAnswer(deps, pc, p, reportedMessagesUsage(served.native.upstreamUsage), () => messageText(message.content));
-  message.model = p.model.id;
+  message.model = answeredModel(call, p);
   message.usage = { ...message.usage, ...usageOf(billedChat(billed)) };
   return new Response(JSON.stringify(message), { headers });
 }
@@ -125,7 +132,7 @@ export async function streamNative(deps: AppDeps, call: MessagesCall, model: Reg
     bridged = !speaksMessages(p.model, true);
     if (!bridged) {
       const events = (await p.model.instance.messages!.stream!(p.forwarded as PluginMessagesRequest, hostCall(call, p, signal)))[Symbol.asyncIterator]();
-      return { events, first: await events.next(), format: new NativeMessagesFormat(p.model.id) };
+      return { events, first: await events.next(), format: new NativeMessagesFormat(answeredModel(call, p)) };
     }
     const chat = p.forwarded as PluginChatRequest;
     const events = (await p.chat.stream(chat, { signal, requestId: call.requestId, routed: p.routed }))[Symbol.asyncIterator]();
