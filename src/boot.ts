@@ -27,6 +27,16 @@ import { responsesBackgroundTasks } from "./modules/responses/index.ts";
 import { createJobWatcher } from "./modules/videos/job-watcher.ts";
 import { listen, type Listener } from "./listen.ts";
 
+/**
+ * A stop lets in-flight requests run for REELAY_SHUTDOWN_GRACE_MS; what comes after (settlements
+ * written, plugins and the database closed) takes milliseconds when all is well, and is given this
+ * much past the grace period: then the program exits without it (main.ts), status 1. A plugin whose
+ * `close` never returns, or a database that stopped answering, cannot keep the process alive.
+ */
+export const SHUTDOWN_CLOSE_MS = 5_000;
+/** of SHUTDOWN_CLOSE_MS, what settlements get to reach the database at least (the rest stays in the journal) */
+const SETTLE_MIN_MS = 2_000;
+
 /** One turn of the event loop: between the slow synchronous steps of the boot, the startup gate answers. */
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
@@ -127,19 +137,20 @@ export async function startServer(config: Config, opts: { logger?: Logger; liste
   let stopping: Promise<void> | null = null;
   const stop = () =>
     (stopping ??= (async () => {
-      logger.info("shutting down: no new connections, finishing in-flight requests");
+      logger.info({ graceMs: config.shutdownGraceMs }, "shutting down: no new connections, finishing in-flight requests");
+      const graceEnds = performance.now() + config.shutdownGraceMs;
       // progress streams never finish on their own: end them (EventSource clients reconnect elsewhere)
       await deps.jobWatcher.close();
       if (server) {
         const graceful = server.stop(false);
-        const timeout = new Promise<"timeout">((r) => setTimeout(() => r("timeout"), config.shutdownGraceMs).unref());
+        const timeout = new Promise<"timeout">((r) => setTimeout(() => r("timeout"), Math.max(0, graceEnds - performance.now())).unref());
         if ((await Promise.race([graceful.then(() => "done" as const), timeout])) === "timeout") {
           logger.warn({ graceMs: config.shutdownGraceMs }, "grace period over: closing remaining connections");
           await server.stop(true);
         }
       }
       await Promise.allSettled(tasks.map((t) => t.stop()));
-      await deps.billing.stop(config.shutdownGraceMs);
+      await deps.billing.stop(Math.max(graceEnds - performance.now(), SETTLE_MIN_MS));
       await deps.registry.close();
       await ops!.close();
       await deps.database.close();
