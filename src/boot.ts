@@ -76,7 +76,7 @@ export async function buildDeps(config: Config, logger: Logger = createLogger(co
     throw e;
   }
   try {
-    const auth = new KeyAuthenticator(database.db, config.keyCacheMs, (e) => logger.warn({ err: e }, "could not update key last_used_at"));
+    const auth = new KeyAuthenticator(database.db, config.keyCacheMs, (e) => logger.warn({ err: e }, "could not update key last_used_at"), config.adminToken);
     const { requestLimit, tokenBudget, telemetry, requestLog, metrics, readinessChecks } = ops;
     const jobWatcher = createJobWatcher({ database, logger }, { fallbackMs: 2_000, pingMs: 15_000 });
     const billing = new CreditEngine({ db: database.db, logger, config: config.billing, holdTtlMs: config.holdTtlMs, instanceId: config.instanceId, dataDir: config.dataDir });
@@ -132,7 +132,10 @@ export async function startServer(config: Config, opts: { logger?: Logger; liste
   }, (e) => logger.error({ err: e }, "hold sweeper failed")), ...videoBackgroundTasks(deps), ...webhookBackgroundTasks(deps), ...responsesBackgroundTasks(deps)];
   for (const t of tasks) t.start();
   deps.registry.preload(config.preloadModels);
-  logger.info({ url: server?.url.href, database: deps.database.kind, models: deps.registry.list().map((m) => m.id), preload: config.preloadModels }, "reelay ready");
+  // where a person goes next: on all interfaces the server's own URL names 0.0.0.0, which a browser cannot open
+  const base = server ? server.url.href.replace(/^http:\/\/(0\.0\.0\.0|\[::\])(?=:)/, "http://localhost") : null;
+  logger.info({ url: server?.url.href, console: base && base + "console", docs: base && base + "docs", database: deps.database.kind, models: deps.registry.list().map((m) => m.id), preload: config.preloadModels }, "reelay ready");
+  if (!config.adminToken) logger.warn("REELAY_ADMIN_TOKEN is not set: the admin API (/admin/*) and the console's operator view answer 401, so no account or API key can be created; set it (16 characters or more) and restart");
 
   let stopping: Promise<void> | null = null;
   const stop = () =>
