@@ -74,7 +74,8 @@ export class JobCharge {
 
   private row() {
     const s = this.spec;
-    return { accountId: s.accountId, keyId: s.keyId, ref: s.jobId, kind: "video" as const, model: s.model, plugin: s.plugin };
+    // the one route that submits jobs: every usage row carries the route its client called
+    return { accountId: s.accountId, keyId: s.keyId, ref: s.jobId, kind: "video" as const, model: s.model, plugin: s.plugin, route: "/v1/videos/generations" };
   }
 
   private latency() {

@@ -73,6 +73,19 @@ describe("OpenAPI document", () => {
   });
 });
 
+describe("usage records", () => {
+  test("every field of a usage record is described, in /docs and in docs/api.md's table, and only those", async () => {
+    const resolve = (x: any): any => (x?.$ref ? resolve(spec.components.schemas[x.$ref.split("/").pop()]) : x);
+    const item = resolve(resolve(spec.paths["/v1/usage"].get.responses[200].content["application/json"].schema).properties.data.items);
+    const fields = Object.keys(item.properties);
+    const described = (p: any): boolean => typeof p.description === "string" || (p.anyOf ?? []).some(described);
+    expect(fields.filter((f) => f !== "object" && !described(item.properties[f]))).toEqual([]);
+    const page = await Bun.file(new URL("../../docs/api.md", import.meta.url)).text();
+    const table = page.slice(page.indexOf("<!-- usage-fields"), page.indexOf("\n\n", page.indexOf("<!-- usage-fields")));
+    expect([...table.matchAll(/^\| `(\w+)` \|/gm)].map((m) => m[1])).toEqual(fields);
+  });
+});
+
 describe("what is not JSON", () => {
   test("the MP4 download is video/mp4 (binary) with its range headers; HEAD has the headers only", () => {
     const op = spec.paths["/v1/videos/generations/{id}/content"].get;
