@@ -189,7 +189,7 @@ describe("routing", () => {
     expect(b.peakInFlight).toBeLessThanOrEqual(2);
     const ok = results.filter((r) => r.status === 200);
     const busy = results.filter((r) => r.status === 503);
-    expect(ok.length + busy.length).toBe(200);
+    expect(results.filter((r) => r.status !== 200 && r.status !== 503).map((r) => `${r.status} ${JSON.stringify(r.body).slice(0, 300)}`)).toEqual([]);
     expect(ok.length).toBeGreaterThanOrEqual(5);
     expect(busy.length).toBeGreaterThan(0);
     expect(busy.every((r) => Number(r.retryAfter) >= 1 && r.body.error.code === "no_upstream_available")).toBe(true);
@@ -320,6 +320,9 @@ describe("operator views", () => {
 
   test("GET /admin/upstreams needs the admin token and lists each deployment's state, error rate, latency and in-flight", async () => {
     expect((await fetch(s.url + "/admin/upstreams", { headers: { authorization: `Bearer ${key}` } })).status).toBe(403);
+    // the recent error rate covers the breaker's 10 s window: fill it now (the file's earlier
+    // requests can be older than that on a loaded CI box, and an empty window reads null)
+    await Promise.all(Array.from({ length: 20 }, () => ask("weighted")));
     const view = await upstreams("weighted");
     expect(view.b).toMatchObject({ weight: 3, state: "closed", in_flight: 0, max_concurrent: null, recent_error_rate: 0 });
     expect(view.b.latency_ms).toBeGreaterThan(0);

@@ -15,7 +15,8 @@
  *   await fake.stop()   // close the server and every open connection
  *
  * Per request, header `x-fake-behaviour: <FakeBehaviour as JSON>` overrides both (it is recorded
- * like any header). Precedence: header > per-model > default.
+ * like any header). `fake.script(fn)` picks a behaviour from each request's body (a scripted
+ * conversation, see scripted-chat.ts). Precedence: header > script > per-model > default.
  *
  * Endpoints: POST /v1/chat/completions (JSON, or SSE with `stream: true`), POST /v1/embeddings,
  * GET /v1/models. Anything else answers 404 with an OpenAI error body.
@@ -38,7 +39,8 @@
  * Scripted answers (for clients that need a particular reply): `reply` is sent as the content
  * instead of the counted words (cut at max tokens, finish_reason "length"; streamed one cl100k token
  * per chunk); `reasoning` comes first as `reasoning_content` (as vLLM's reasoning parsers and
- * DeepSeek send it; its tokens count as completion tokens, outside max tokens); `toolCalls` makes a request that offers `tools` answer with those calls (content null,
+ * DeepSeek send it; its tokens count as completion tokens, outside max tokens, and it also precedes
+ * tool calls); `toolCalls` makes a request that offers `tools` answer with those calls (content null,
  * finish_reason "tool_calls"; streamed as OpenAI does: a first chunk per call with its id and name,
  * then the arguments in pieces), unless its last message is a `tool` result, which gets the text
  * answer. completion_tokens counts the cl100k tokens of the reply, or of each call's name + arguments.
@@ -93,6 +95,8 @@ export interface FakeBehaviour {
   errorEventAfterChunks?: number;
   /** this text as the answer's content instead of the counted words (cut at max tokens) */
   reply?: string;
+  /** the field the reasoning is sent in (default `reasoning_content`; vLLM ≥ 0.10, Ollama and OpenRouter send `reasoning`) */
+  reasoningField?: "reasoning_content" | "reasoning";
   /** `reasoning_content` before the answer (the reply, or the counted words when no reply is set) */
   reasoning?: string;
   /** answer a request that offers tools with these calls (unless its last message is a tool result) */
@@ -144,6 +148,8 @@ export interface FakeOpenAI {
   inFlight: number;
   peakInFlight: number;
   behave(b: FakeBehaviour, opts?: { model?: string }): void;
+  /** a behaviour chosen per request from its parsed body (undefined: none); null removes it */
+  script(fn: ((body: any) => FakeBehaviour | undefined) | null): void;
   reset(): void;
   waitForAbort(requestId?: number, timeoutMs?: number): Promise<{ requestId: number; at: number }>;
   stop(): Promise<void>;
@@ -189,6 +195,7 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
   const abortWaiters = new Set<() => void>();
   let defaultBehaviour: FakeBehaviour = opts.behaviour ?? {};
   let perModel = new Map<string, FakeBehaviour>();
+  let scripted: ((body: any) => FakeBehaviour | undefined) | null = null;
   let nextId = 1;
   const load = { inFlight: 0, peakInFlight: 0 };
 
@@ -265,7 +272,7 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
   function behaviourFor(header: string | undefined, body: any): FakeBehaviour {
     const fromHeader: FakeBehaviour = header ? JSON.parse(header) : {};
     const byModel = typeof body?.model === "string" ? perModel.get(body.model) : undefined;
-    return { ...defaultBehaviour, ...byModel, ...fromHeader };
+    return { ...defaultBehaviour, ...byModel, ...scripted?.(body), ...fromHeader };
   }
 
   /** the scripted text reply cut at the request's max, or null for the counted words */
@@ -283,7 +290,8 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     const afterResult = Array.isArray(body?.messages) && body.messages.at(-1)?.role === "tool";
     if (!b.toolCalls?.length || !offered || afterResult) return null;
     const calls = b.toolCalls.map((c, i) => ({ id: `call_fake${i}`, type: "function", function: { name: c.name, arguments: c.arguments } }));
-    return { calls, tokens: b.toolCalls.reduce((n, c) => n + encoder.encode(c.name + c.arguments).length, 0) };
+    const reasoning = b.reasoning === undefined ? [] : encoder.encode(b.reasoning).map((t) => encoder.decode([t]));
+    return { calls, reasoning, tokens: reasoning.length + b.toolCalls.reduce((n, c) => n + encoder.encode(c.name + c.arguments).length, 0) };
   }
 
   function replyLength(body: any, b: FakeBehaviour): { n: number; max: number } {
@@ -307,7 +315,7 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     if (calls) {
       return {
         id: "chatcmpl-fake", object: "chat.completion", created: 1700000000, model: body.model,
-        choices: [{ index: 0, message: { role: "assistant", content: null, tool_calls: calls.calls, refusal: null }, logprobs: null, finish_reason: "tool_calls" }],
+        choices: [{ index: 0, message: { role: "assistant", content: null, ...(b.reasoning !== undefined ? { [b.reasoningField ?? "reasoning_content"]: b.reasoning } : {}), tool_calls: calls.calls, refusal: null }, logprobs: null, finish_reason: "tool_calls" }],
         ...(b.omitUsage ? {} : { usage: usage(body, calls.tokens) }),
       };
     }
@@ -316,7 +324,7 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
       return {
         id: "chatcmpl-fake", object: "chat.completion", created: 1700000000, model: body.model,
         choices: [{
-          index: 0, message: { role: "assistant", content: scripted.pieces.join(""), ...(b.reasoning !== undefined ? { reasoning_content: b.reasoning } : {}), refusal: null },
+          index: 0, message: { role: "assistant", content: scripted.pieces.join(""), ...(b.reasoning !== undefined ? { [b.reasoningField ?? "reasoning_content"]: b.reasoning } : {}), refusal: null },
           logprobs: null, finish_reason: scripted.pieces.length === scripted.max ? "length" : "stop",
         }],
         ...(b.omitUsage ? {} : { usage: usage(body, scripted.reasoning.length + scripted.pieces.length) }),
@@ -364,16 +372,16 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     const scripted = calls ? null : scriptedReply(body, b);
     if (calls || scripted) {
       const deltas: Array<Record<string, unknown>> = calls
-        ? calls.calls.flatMap((c, i) => {
+        ? [...calls.reasoning.map((p) => ({ [b.reasoningField ?? "reasoning_content"]: p })), ...calls.calls.flatMap((c, i) => {
           const args = c.function.arguments;
           const third = Math.ceil(args.length / 3) || 1;
           const pieces = [args.slice(0, third), args.slice(third, 2 * third), args.slice(2 * third)].filter((p) => p !== "");
           return [
-            { ...(i === 0 ? { role: "assistant", content: null } : {}), tool_calls: [{ index: i, id: c.id, type: "function", function: { name: c.function.name, arguments: "" } }] },
+            { tool_calls: [{ index: i, id: c.id, type: "function", function: { name: c.function.name, arguments: "" } }] },
             ...pieces.map((p) => ({ tool_calls: [{ index: i, function: { arguments: p } }] })),
           ];
-        })
-        : [...scripted!.reasoning.map((p) => ({ reasoning_content: p })), ...scripted!.pieces.map((p) => ({ content: p }))].map((d, i) => (i === 0 ? { role: "assistant", ...d } : d));
+        })].map((d, i) => (i === 0 ? { role: "assistant", content: null, ...d } : d))
+        : [...scripted!.reasoning.map((p) => ({ [b.reasoningField ?? "reasoning_content"]: p })), ...scripted!.pieces.map((p) => ({ content: p }))].map((d, i) => (i === 0 ? { role: "assistant", ...d } : d));
       const completion = calls ? calls.tokens : scripted!.reasoning.length + scripted!.pieces.length;
       for (let i = 0; i < deltas.length; i++) {
         if (i > 0 && !(await sleep(b.delayBetweenChunksMs))) return;
@@ -460,12 +468,16 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
       if (o?.model !== undefined) perModel.set(o.model, b);
       else defaultBehaviour = b;
     },
+    script(fn) {
+      scripted = fn;
+    },
     reset() {
       requests.length = 0;
       aborts.length = 0;
       load.peakInFlight = load.inFlight;
       defaultBehaviour = {};
       perModel = new Map();
+      scripted = null;
     },
     waitForAbort(requestId, timeoutMs = 2000) {
       const find = () => aborts.find((a) => requestId === undefined || a.requestId === requestId);
