@@ -54,6 +54,7 @@ export function Models(p: { api: Api }) {
                     <td>
                       <Badge tone={statusTone(m.health.status)}>{m.health.status}</Badge>{" "}
                       <span class="small">{fmtInt(m.health.requests)} requests, {fmtInt(m.health.errors)} failed{m.health.error_rate ? ` (${fmtPct(m.health.error_rate)})` : ""}</span>
+                      {m.health.client_errors > 0 && <div class="small muted">{fmtInt(m.health.client_errors)} client {m.health.client_errors === 1 ? "error" : "errors"} (the request's own fault: not held against the model)</div>}
                       {m.health.last_error_at && <div class="small muted">last failure {fmtTime(m.health.last_error_at)}{m.health.last_error_code ? ` · ${m.health.last_error_code}` : ""}</div>}
                       {deployments(m.id).length > 0 && <Deployments deployments={deployments(m.id)} />}
                     </td>

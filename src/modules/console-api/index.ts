@@ -51,7 +51,7 @@ export const consoleApiRoutes = (deps: AppDeps) => {
         return {
           object: "list" as const,
           data: deps.registry.list().map((m) => {
-            const h = health.get(m.id) ?? { requests: 0, errors: 0, last_error_at: null, last_error_code: null };
+            const h = health.get(m.id) ?? { requests: 0, errors: 0, client_errors: 0, last_error_at: null, last_error_code: null };
             const state = (m as { state?: unknown }).state;
             return {
               id: m.id,

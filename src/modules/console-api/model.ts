@@ -20,7 +20,7 @@ export const Series = t.Object({
   tokens: nums,
   seconds: nums,
   credits: t.Array(t.Integer({ description: "micro-dollars" })),
-  errors: t.Array(t.Integer({ description: "requests with status >= 500 or an error code" })),
+  errors: t.Array(t.Integer({ description: "failures of a model or its upstream: 5xx, an upstream 429, an answer that broke off (a client's own 4xx is not one)" })),
   error_rate: maybe,
   latency_p50_ms: t.Array(t.Nullable(t.Integer()), { description: "from a log histogram: at most 19% above the true value" }),
   latency_p99_ms: t.Array(t.Nullable(t.Integer())),
@@ -99,11 +99,12 @@ export const AdminModel = t.Object({
   health: t.Object({
     window_seconds: t.Integer(),
     requests: t.Integer(),
-    errors: t.Integer(),
-    error_rate: t.Nullable(t.Number()),
+    errors: t.Integer({ description: "failures of the model or its upstream: 5xx, an upstream 429, an answer that broke off" }),
+    client_errors: t.Integer({ description: "the clients' own errors (other 4xx: a parameter the model cannot take, a bad field, a client that went away): shown apart, never held against the model" }),
+    error_rate: t.Nullable(t.Number({ description: "errors / requests" })),
     last_error_at: t.Nullable(t.String()),
     last_error_code: t.Nullable(t.String()),
-    status: t.UnionEnum(["idle", "healthy", "degraded", "failing"], { description: "idle: no requests in the window; failing: ≥ 50% errors; degraded: any errors" }),
+    status: t.UnionEnum(["idle", "healthy", "degraded", "failing"], { description: "idle: no requests in the window; failing: ≥ 50% of requests failed; degraded: any failed (client errors do not count)" }),
   }),
 });
 
