@@ -1,4 +1,7 @@
 /**
+ * The console's Models page tells the truth about a model. Its state is the load state /readyz
+ * reports (a local model is `unloaded` until its first request, not "ready").
+ *
  * A client's own mistakes are not upstream failures. Two bad requests to the built-in chat model
  * (tools sent to a local model, a role typo) and one good one: the console's Models page keeps the
  * model healthy and shows the client errors apart, the failing-upstreams view does not list it, and
@@ -19,6 +22,14 @@ afterAll(() => s?.close());
 const chat = (body: Record<string, unknown>) =>
   fetch(`${s.url}/v1/chat/completions`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify({ model: "stories260k", max_tokens: 4, ...body }) });
 const json = async (path: string) => (await (await s.admin(path)).json()) as any;
+
+test("each model's state on the Models page is the one /readyz reports", async () => {
+  const models = (await json("/admin/models")).data as Array<{ id: string; state: string }>;
+  const ready = (await (await fetch(`${s.url}/readyz`)).json()) as { models: Array<{ id: string; state: string }> };
+  const states = (list: Array<{ id: string; state: string }>) => Object.fromEntries(list.map((m) => [m.id, m.state]));
+  expect(states(models)).toEqual(states(ready.models));
+  expect(states(models).stories260k).toBe("unloaded"); // nothing has asked for it yet
+});
 
 test("two client errors and a success: healthy, the client errors shown apart, no failing upstream, no error in the series", async () => {
   const tools = await chat({ messages: [{ role: "user", content: "Once upon a time" }], tools: [{ type: "function", function: { name: "f", parameters: { type: "object" } } }] });

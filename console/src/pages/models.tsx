@@ -50,7 +50,11 @@ export function Models(p: { api: Api }) {
                     <td class="prices">
                       {[price(m.pricing.input_per_million, "/ 1M input tokens"), price(m.pricing.output_per_million, "/ 1M output tokens"), price(m.pricing.per_second, "/ video second")].filter(Boolean).map((t) => <div>{t}</div>)}
                     </td>
-                    <td><Badge tone={statusTone(m.state)}>{m.state}</Badge></td>
+                    <td>
+                      <Badge tone={statusTone(m.state)}>{m.state}</Badge>
+                      {m.state === "unloaded" && <div class="small muted">loads on its first request</div>}
+                      {m.state_error && <div class="small muted">load failed: {m.state_error}</div>}
+                    </td>
                     <td>
                       <Badge tone={statusTone(m.health.status)}>{m.health.status}</Badge>{" "}
                       <span class="small">{fmtInt(m.health.requests)} requests, {fmtInt(m.health.errors)} failed{m.health.error_rate ? ` (${fmtPct(m.health.error_rate)})` : ""}</span>

@@ -95,7 +95,8 @@ export const AdminModel = t.Object({
   }),
   max_output_tokens: t.Nullable(t.Integer()),
   context_length: t.Nullable(t.Integer()),
-  state: t.String({ description: "loading | ready | failed, as far as the registry reports it" }),
+  state: t.String({ description: "the load state /readyz reports: unloaded (loads on its first request), loading, ready, failed" }),
+  state_error: t.Nullable(t.String({ description: "why the last load failed (state failed)" })),
   health: t.Object({
     window_seconds: t.Integer(),
     requests: t.Integer(),
