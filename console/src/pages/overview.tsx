@@ -35,8 +35,9 @@ export function Overview(p: { api: Api }) {
         <Stat label="Requests" value={t ? fmtCompact(t.requests) : "…"} hint={RANGES[range].label} />
         <Stat label="Tokens" value={t ? fmtCompact(t.tokens) : "…"} />
         <Stat label="Credits charged" value={t ? formatUsd(t.credits) : "…"} />
-        <Stat label="Error rate" value={t ? fmtPct(t.errorRate) : "…"} hint="models and upstreams; client errors not counted" tone={t && (t.errorRate ?? 0) > 0.05 ? "bad" : undefined} />
-        <Stat label="Video queue" value={s ? `${s.video_queue.queued} queued · ${s.video_queue.processing} running` : "…"} hint={s ? `oldest job ${fmtAge(s.video_queue.oldest_job_age_seconds)}` : undefined} tone={s && (s.video_queue.oldest_job_age_seconds ?? 0) > 300 ? "warn" : undefined} />
+        <Stat label="Error rate" value={t ? fmtPct(t.errorRate) : "…"} hint="client errors not counted" tone={t && (t.errorRate ?? 0) > 0.05 ? "bad" : undefined} />
+        {/* one short figure per card: "0 queued · 0 running" as the value wrapped onto two lines */}
+        <Stat label="Video queue" value={s ? `${fmtInt(s.video_queue.queued)} queued` : "…"} hint={s ? `${fmtInt(s.video_queue.processing)} running · oldest job ${fmtAge(s.video_queue.oldest_job_age_seconds)}` : undefined} tone={s && (s.video_queue.oldest_job_age_seconds ?? 0) > 300 ? "warn" : undefined} />
         <Stat label="Open holds" value={s ? fmtInt(s.holds.open) : "…"} hint={s ? formatUsd(s.holds.amount) + " reserved" : undefined} />
       </div>
       <Card title="Usage over time">
