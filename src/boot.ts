@@ -20,6 +20,7 @@ import type { ModelRegistry } from "./registry/model-registry.ts";
 import { lockDataDir } from "./db/data-dir-lock.ts";
 import { noOps, type OpsParts } from "./ops/hooks.ts";
 import { createOps, type Ops } from "./ops/index.ts";
+import { createBlobStores } from "./blob-store/index.ts";
 import { videoBackgroundTasks } from "./modules/videos/index.ts";
 import { startupGate } from "./modules/health/startup-gate.ts";
 import { webhookBackgroundTasks } from "./modules/webhooks/index.ts";
@@ -80,7 +81,8 @@ export async function buildDeps(config: Config, logger: Logger = createLogger(co
     const { requestLimit, tokenBudget, telemetry, requestLog, metrics, readinessChecks } = ops;
     const jobWatcher = createJobWatcher({ database, logger }, { fallbackMs: 2_000, pingMs: 15_000 });
     const billing = new CreditEngine({ db: database.db, logger, config: config.billing, holdTtlMs: config.holdTtlMs, instanceId: config.instanceId, dataDir: config.dataDir });
-    return { config, database, registry, logger, auth, requestLimit, tokenBudget, telemetry, requestLog, metrics, readinessChecks, jobWatcher, billing };
+    const blobs = createBlobStores(config.blobStore, database.db);
+    return { config, database, registry, logger, auth, requestLimit, tokenBudget, telemetry, requestLog, metrics, readinessChecks, jobWatcher, billing, blobs };
   } catch (e) {
     await closeRegistry();
     await database.close();

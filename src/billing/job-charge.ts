@@ -17,7 +17,7 @@ import type { Telemetry } from "../ops/hooks.ts";
 import type { ModelPricing } from "../plugin-sdk/index.ts";
 import { settlementOf } from "./charge.ts";
 import { hold } from "./exact-holds.ts";
-import { priceOf } from "./price.ts";
+import { priceOf, videoRate } from "./price.ts";
 import { settleOne } from "./settle-batch.ts";
 
 export interface JobChargeSpec {
@@ -28,34 +28,40 @@ export interface JobChargeSpec {
   model: string;
   plugin: string | null;
   seconds: number;
+  /** output size ("1280x720"): picks the per-second price when the model prices sizes */
+  size: string;
   pricing: ModelPricing;
+  /** which price applied (videoRate's basis), for the usage row; fixed at submit */
+  priceBasis?: string | null;
 }
 
-/** Hold price/s × seconds for the job (402 when the account cannot afford it). Returns the hold id. */
-export async function openJobCharge(tx: Tx, j: Omit<JobChargeSpec, "keyId" | "plugin">): Promise<string> {
-  const amount = priceOf(j.pricing, { seconds: j.seconds });
-  const h = await hold(tx, { accountId: j.accountId, amount, ref: j.jobId, reason: `video ${j.jobId}: ${j.model}, ${j.seconds} s`, expiresAt: null });
-  return h.id;
+/** Hold price/s (at the job's size) × seconds for the job (402 when the account cannot afford it). */
+export async function openJobCharge(tx: Tx, j: Omit<JobChargeSpec, "keyId" | "plugin" | "priceBasis">): Promise<{ holdId: string; priceBasis: string }> {
+  const amount = priceOf(j.pricing, { seconds: j.seconds, size: j.size });
+  const h = await hold(tx, { accountId: j.accountId, amount, ref: j.jobId, reason: `video ${j.jobId}: ${j.model}, ${j.seconds} s at ${j.size}`, expiresAt: null });
+  return { holdId: h.id, priceBasis: videoRate(j.pricing, j.size).basis };
 }
 
 /** The job's charge, reopened from its durable hold (null: a job submitted without one). */
-export function jobCharge(deps: { telemetry: Telemetry }, spec: Omit<JobChargeSpec, "pricing"> & { holdId: string | null; createdAt: Date }): JobCharge {
+export function jobCharge(deps: { telemetry: Telemetry }, spec: Omit<JobChargeSpec, "pricing" | "size"> & { holdId: string | null; createdAt: Date }): JobCharge {
   return new JobCharge(deps, spec);
 }
 
 export class JobCharge {
   private charged: number | null = null;
 
-  constructor(private readonly deps: { telemetry: Telemetry }, readonly spec: Omit<JobChargeSpec, "pricing"> & { holdId: string | null; createdAt: Date }) {}
+  constructor(private readonly deps: { telemetry: Telemetry }, readonly spec: Omit<JobChargeSpec, "pricing" | "size"> & { holdId: string | null; createdAt: Date }) {}
 
   /**
-   * Completed: charge exactly what was held (price/s × the requested seconds, fixed at submit), in
+   * Completed: charge exactly what was held (price/s at the size × the requested seconds, fixed at submit), in
    * `tx`. Returns the charge (0 when the job had already been settled or released: nothing happens).
    */
   async settle(tx: Tx): Promise<number> {
     const s = this.spec;
     const held = s.holdId ? Number((await query<{ amount: number }>(tx, sql`SELECT amount::float8 AS amount FROM holds WHERE id = ${s.holdId}`))[0]?.amount ?? 0) : 0;
-    const r = await settleOne(tx, { holdId: s.holdId, cover: 0, ...settlementOf(this.row(), "settle", held, { status: 200 }, { seconds: s.seconds }, this.latency()) });
+    const settlement = settlementOf(this.row(), "settle", held, { status: 200 }, { seconds: s.seconds }, this.latency());
+    settlement.usage.priceBasis = s.priceBasis ?? null;
+    const r = await settleOne(tx, { holdId: s.holdId, cover: 0, ...settlement });
     this.charged = r.charged;
     return r.charged;
   }
@@ -63,7 +69,9 @@ export class JobCharge {
   /** Failed or cancelled: charge nothing, give the hold back, in `tx`. */
   async release(tx: Tx, o: { status: number; errorCode: string }): Promise<void> {
     const s = this.spec;
-    await settleOne(tx, { holdId: s.holdId, cover: 0, ...settlementOf(this.row(), "release", 0, o, { seconds: s.seconds }, this.latency()) });
+    const settlement = settlementOf(this.row(), "release", 0, o, { seconds: s.seconds }, this.latency());
+    settlement.usage.priceBasis = s.priceBasis ?? null;
+    await settleOne(tx, { holdId: s.holdId, cover: 0, ...settlement });
   }
 
   /** After the transaction committed: the metrics of what was charged (nothing for a release). */

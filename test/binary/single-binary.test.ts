@@ -1,7 +1,8 @@
 /**
  * The compiled dist/reelay, copied alone into an empty directory (no node_modules, no sources) and
  * started the way docs/operations.md's "single binary" block says (a directory in the home
- * directory: no root needed): starts on embedded PGlite, applies its embedded migrations, serves local embeddings, renders a
+ * directory: no root needed): starts on embedded PGlite, applies its embedded migrations, serves
+ * chat (OpenAI's and Anthropic's APIs over stories260k) and local embeddings, renders a
  * preview video (its worker threads are embedded too) and the docs UI, runs the CLI, and stops
  * gracefully on SIGTERM.
  */
@@ -9,6 +10,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import Anthropic from "@anthropic-ai/sdk";
 import OpenAI from "openai";
 import { compiledBinary, freePort, waitForOwnListener } from "../support/harness.ts";
 import { blocksCheckedBy, ROOT } from "../readme/doc-blocks.ts";
@@ -104,6 +106,16 @@ test("serves the API and the offline docs UI, then stops gracefully on SIGTERM",
     const resp = await openai.responses.create({ model: "stories260k", input: "Once upon a time", max_output_tokens: 12, temperature: 0 });
     expect(resp.output_text).toBe(story.choices[0]!.message.content!);
     expect((await openai.responses.retrieve(resp.id)).output_text).toBe(resp.output_text);
+    // Anthropic's Messages API over the same model, as the Anthropic SDK and Claude Code call it (x-api-key)
+    expect((await fetch(s.url + "/", { method: "HEAD" })).status).toBe(200);
+    const anthropic = new Anthropic({ apiKey: key, baseURL: s.url, maxRetries: 0 });
+    const msg = await anthropic.messages.create({ model: "stories260k", max_tokens: 12, messages: [{ role: "user", content: "Once upon a time" }], ...({ temperature: 0 } as {}) });
+    expect([msg.content[0]?.type === "text" && msg.content[0].text, msg.stop_reason, msg.usage.output_tokens]).toEqual([story.choices[0]!.message.content!, "max_tokens", 12]);
+    const ms = anthropic.messages.stream({ model: "stories260k", max_tokens: 12, messages: [{ role: "user", content: "Once upon a time" }], ...({ temperature: 0 } as {}) });
+    const streamedMsg = await ms.finalMessage();
+    expect(streamedMsg.content.map((b) => b.type === "text" && b.text)).toEqual([story.choices[0]!.message.content!]);
+    const missing = await anthropic.messages.create({ model: "nope", max_tokens: 5, messages: [{ role: "user", content: "hi" }] }).then(() => null, (err) => err);
+    expect(missing).toBeInstanceOf(Anthropic.NotFoundError);
     expect(readdirSync(join(dir, "tmp")).filter((f) => f.startsWith("reelay-llama-") || f.startsWith("reelay-model-"))).toEqual([]);
     // local embeddings from the weights and WASM embedded in the binary
     const emb = await fetch(s.url + "/v1/embeddings", { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify({ model: "use-lite", input: ["How old are you?", "What is your age?"] }) });
