@@ -12,7 +12,7 @@ export default {
     return {
       video: {
         submit: async () => ({ handle: "never" }),
-        poll: async () => ({ status: "processing" as const, progress: 0 }),
+        poll: async () => ({ state: "running" as const, progress: 0 }),
       },
       close: () => new Promise<void>(() => {}),
     };

@@ -46,7 +46,8 @@ export const responsesRoutes = (deps: AppDeps, seal = reasoningSeal(deps.config)
       "/responses/:id",
       ({ params, principal, query }) => {
         // OpenAI's `stream=true` replays a stored response as events; not implemented, so not a documented parameter
-        if (query.stream !== undefined && query.stream !== "false") throw badRequest("'stream': a stored response cannot be replayed as events; read it without stream.", "stream", "unsupported_parameter");
+        const { stream } = query as Record<string, string | undefined>;
+        if (stream !== undefined && stream !== "false") throw badRequest("'stream': a stored response cannot be replayed as events; read it without stream.", "stream", "unsupported_parameter");
         return readResponse(deps, principal, params.id);
       },
       {
