@@ -6,7 +6,7 @@
  */
 import type {
   ChatCompletionRequest, ChatResult, ChatStreamEvent, EmbeddingsCapability, EmbeddingsRequest, EmbeddingsResult,
-  ModelInstance, UsageAllowance, VideoCapability, VideoPollResult, VideoRequest,
+  ModelInstance, UsageAllowance, VideoCapability, VideoPollResult, VideoRequest, VideoWebhookRequest,
 } from "../plugin-sdk/index.ts";
 
 export interface HostCall {
@@ -34,10 +34,12 @@ export interface HostEmbeddings extends Omit<EmbeddingsCapability, "embed"> {
 /** a result URL has been downloaded and checked: the host only ever sees MP4 bytes */
 export type HostPollResult = Exclude<VideoPollResult, { url: string }>;
 
-export interface HostVideo extends Omit<VideoCapability, "submit" | "poll" | "cancel"> {
+export interface HostVideo extends Omit<VideoCapability, "submit" | "poll" | "cancel" | "webhook"> {
   submit(req: VideoRequest, call: HostCall): Promise<{ handle: string }>;
   poll(handle: string, call: HostCall): Promise<HostPollResult>;
   cancel?(handle: string, call: HostCall): Promise<void>;
+  /** an inbound hook POST, verified by the plugin: whether it was genuine and which jobs to poll now */
+  webhook?(req: VideoWebhookRequest, call: HostCall): Promise<{ accepted: boolean; wake: string[] }>;
 }
 
 export interface HostInstance extends Pick<ModelInstance, "load" | "unload" | "close" | "upstreams"> {

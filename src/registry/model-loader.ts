@@ -214,7 +214,7 @@ export function waitingInstance(instance: HostInstance, loader: ModelLoader): Ho
   return {
     chat: guard(instance.chat, ["complete"], ["stream"]),
     embeddings: guard(instance.embeddings, ["embed"]),
-    video: guard(instance.video, ["submit", "poll", "cancel"]),
+    video: guard(instance.video, ["submit", "poll", "cancel", "webhook"]),
     load: instance.load.bind(instance),
     unload: instance.unload?.bind(instance),
     close: instance.close?.bind(instance),

@@ -192,6 +192,31 @@ export interface VideoCapability {
   submit(req: VideoRequest, call: CallOptions): Promise<{ handle: string }>;
   poll(handle: string, call: CallOptions): Promise<VideoPollResult>;
   cancel?(handle: string, call: CallOptions): Promise<void>;
+  /**
+   * Optional (SDK 1.2): a POST the backend sent to this model's hook URL (`ctx.video.webhookUrl`),
+   * handed over as it arrived. Verify it (a signature over the raw body: `verifyStandardWebhook`)
+   * before believing it: the route carries no API key. Answer `{ accepted: false }` for anything
+   * not genuine (the sender gets 401 and nothing happens), or `{ accepted: true, wake }` with the
+   * handles of the jobs it says changed: the host polls them at once instead of at their next poll.
+   */
+  webhook?(req: VideoWebhookRequest, call: CallOptions): Promise<VideoWebhookResult>;
+}
+
+/** An inbound POST to `/v1/plugin-hooks/{model}/{token}`, for VideoCapability.webhook. */
+export interface VideoWebhookRequest {
+  /** the URL's last segment: what your plugin put in `ctx.video.webhookUrl(token)` */
+  token: string;
+  /** the request's headers, names in lower case */
+  headers: Record<string, string>;
+  /** the raw body (signatures are computed over these exact bytes); at most the host's body limit */
+  body: Uint8Array;
+}
+
+export interface VideoWebhookResult {
+  /** false: not genuine (bad signature, unknown token): answered 401, ignored */
+  accepted: boolean;
+  /** handles of jobs whose state changed: polled at once, wherever they run */
+  wake?: string[];
 }
 
 /* ---------------------------------------------------------------- instance */

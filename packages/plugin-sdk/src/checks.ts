@@ -153,6 +153,7 @@ export function problemsWithInstance(instance: unknown): string[] {
   if (i.video) {
     if (!fn(i.video.submit) || !fn(i.video.poll)) problems.push("video needs submit() and poll() functions");
     if (i.video.cancel !== undefined && !fn(i.video.cancel)) problems.push("video.cancel is not a function");
+    if (i.video.webhook !== undefined && !fn(i.video.webhook)) problems.push("video.webhook is not a function");
     for (const k of ["maxConcurrency", "maxQueued", "pollIntervalMs"] as const) if (!positiveInt(i.video[k])) problems.push(`video.${k} must be a positive integer`);
     if (i.video.sizes !== undefined && (!Array.isArray(i.video.sizes) || i.video.sizes.length === 0 || i.video.sizes.some((v) => !isVideoSize(v)))) {
       problems.push(`video.sizes must be a non-empty list of "WIDTHxHEIGHT" sizes with even numbers from 16 to 4096 (got ${show(i.video.sizes)})`);

@@ -4,13 +4,13 @@
  * directory use exactly this API. Guide: docs/writing-a-plugin.md in the reelay repository.
  */
 export { PLUGIN_API_VERSION, SDK_VERSION } from "./version.ts";
-export { definePlugin, type ReelayPlugin, type PluginDefinition, type OptionsOf, type PluginContext, type HostServices, type DecodedImage, type ModelDeclaration, type ModelPricing } from "./plugin.ts";
+export { definePlugin, type ReelayPlugin, type PluginDefinition, type OptionsOf, type PluginContext, type VideoHostHooks, type HostServices, type DecodedImage, type ModelDeclaration, type ModelPricing } from "./plugin.ts";
 export {
   CAPABILITIES, MAX_HANDLE_LENGTH, DEFAULT_VIDEO_SIZES, DEFAULT_VIDEO_SECONDS,
   type Capability, type CallOptions, type PluginLogger, type ModelInstance,
   type ChatCapability, type ChatResult, type ChatStreamEvent, type TokenUsage,
   type EmbeddingsCapability, type EmbeddingsRequest, type EmbeddingsResult,
-  type VideoCapability, type VideoRequest, type VideoPollResult,
+  type VideoCapability, type VideoRequest, type VideoPollResult, type VideoWebhookRequest, type VideoWebhookResult,
 } from "./capabilities.ts";
 export type * from "./openai-chat.ts";
 export { PluginError, isPluginError, readPluginError, defaultRetryable, PLUGIN_ERROR_KINDS, PLUGIN_ERROR_BRAND, type PluginErrorKind, type PluginErrorOptions, type PluginErrorFields } from "./errors.ts";
@@ -30,3 +30,6 @@ export { UpstreamRouter, Deployment, DEFAULT_BREAKER, LATENCY_BUCKETS_SECONDS, t
 export { routedCall, outcomeOf, Lease, DEFAULT_RETRY, type RetryBudget, type RoutedResult } from "./routed-call.ts";
 export { RoutingOptions, DeploymentName, EnvVarName, DeploymentWeight, DeploymentMaxConcurrent } from "./routing-options.ts";
 export { retryAfterSeconds } from "./error-body.ts";
+export { VideoJobRouter, type VideoJobRouterOptions } from "./video-jobs.ts";
+export { verifyStandardWebhook, type WebhookCheck } from "./standard-webhooks.ts";
+export { buildInput, problemsWithMapping, aspectRatio, resolution, DEFAULT_INPUT_MAPPING, INPUT_SOURCES, type InputMapping, type InputSource } from "./input-mapping.ts";
