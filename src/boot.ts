@@ -28,6 +28,16 @@ import { responsesBackgroundTasks } from "./modules/responses/index.ts";
 import { createJobWatcher } from "./modules/videos/job-watcher.ts";
 import { listen, type Listener } from "./listen.ts";
 
+/**
+ * A stop lets in-flight requests run for REELAY_SHUTDOWN_GRACE_MS; what comes after (settlements
+ * written, plugins and the database closed) takes milliseconds when all is well, and is given this
+ * much past the grace period: then the program exits without it (main.ts), status 1. A plugin whose
+ * `close` never returns, or a database that stopped answering, cannot keep the process alive.
+ */
+export const SHUTDOWN_CLOSE_MS = 5_000;
+/** of SHUTDOWN_CLOSE_MS, what settlements get to reach the database at least (the rest stays in the journal) */
+const SETTLE_MIN_MS = 2_000;
+
 /** One turn of the event loop: between the slow synchronous steps of the boot, the startup gate answers. */
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
@@ -67,7 +77,7 @@ export async function buildDeps(config: Config, logger: Logger = createLogger(co
     throw e;
   }
   try {
-    const auth = new KeyAuthenticator(database.db, config.keyCacheMs, (e) => logger.warn({ err: e }, "could not update key last_used_at"));
+    const auth = new KeyAuthenticator(database.db, config.keyCacheMs, (e) => logger.warn({ err: e }, "could not update key last_used_at"), config.adminToken);
     const { requestLimit, tokenBudget, telemetry, requestLog, metrics, readinessChecks } = ops;
     const jobWatcher = createJobWatcher({ database, logger }, { fallbackMs: 2_000, pingMs: 15_000 });
     const billing = new CreditEngine({ db: database.db, logger, config: config.billing, holdTtlMs: config.holdTtlMs, instanceId: config.instanceId, dataDir: config.dataDir });
@@ -124,24 +134,28 @@ export async function startServer(config: Config, opts: { logger?: Logger; liste
   }, (e) => logger.error({ err: e }, "hold sweeper failed")), ...videoBackgroundTasks(deps), ...webhookBackgroundTasks(deps), ...responsesBackgroundTasks(deps)];
   for (const t of tasks) t.start();
   deps.registry.preload(config.preloadModels);
-  logger.info({ url: server?.url.href, database: deps.database.kind, models: deps.registry.list().map((m) => m.id), preload: config.preloadModels }, "reelay ready");
+  // where a person goes next: on all interfaces the server's own URL names 0.0.0.0, which a browser cannot open
+  const base = server ? server.url.href.replace(/^http:\/\/(0\.0\.0\.0|\[::\])(?=:)/, "http://localhost") : null;
+  logger.info({ url: server?.url.href, console: base && base + "console", docs: base && base + "docs", database: deps.database.kind, models: deps.registry.list().map((m) => m.id), preload: config.preloadModels }, "reelay ready");
+  if (!config.adminToken) logger.warn("REELAY_ADMIN_TOKEN is not set: the admin API (/admin/*) and the console's operator view answer 401, so no account or API key can be created; set it (16 characters or more) and restart");
 
   let stopping: Promise<void> | null = null;
   const stop = () =>
     (stopping ??= (async () => {
-      logger.info("shutting down: no new connections, finishing in-flight requests");
+      logger.info({ graceMs: config.shutdownGraceMs }, "shutting down: no new connections, finishing in-flight requests");
+      const graceEnds = performance.now() + config.shutdownGraceMs;
       // progress streams never finish on their own: end them (EventSource clients reconnect elsewhere)
       await deps.jobWatcher.close();
       if (server) {
         const graceful = server.stop(false);
-        const timeout = new Promise<"timeout">((r) => setTimeout(() => r("timeout"), config.shutdownGraceMs).unref());
+        const timeout = new Promise<"timeout">((r) => setTimeout(() => r("timeout"), Math.max(0, graceEnds - performance.now())).unref());
         if ((await Promise.race([graceful.then(() => "done" as const), timeout])) === "timeout") {
           logger.warn({ graceMs: config.shutdownGraceMs }, "grace period over: closing remaining connections");
           await server.stop(true);
         }
       }
       await Promise.allSettled(tasks.map((t) => t.stop()));
-      await deps.billing.stop(config.shutdownGraceMs);
+      await deps.billing.stop(Math.max(graceEnds - performance.now(), SETTLE_MIN_MS));
       await deps.registry.close();
       await ops!.close();
       await deps.database.close();

@@ -44,15 +44,24 @@ async function main(argv: string[]): Promise<number> {
   if (command === "serve") {
     const logger = createLogger(config);
     const listener = listen(config, logger);
-    const { startServer } = await import("./boot.ts");
+    const { startServer, SHUTDOWN_CLOSE_MS } = await import("./boot.ts");
     const running = await startServer(config, { logger, listener });
     let signals = 0;
     const onSignal = (sig: string) => {
       if (++signals > 1) process.exit(1);
       logger.info({ signal: sig }, "signal received");
-      // exit once the last lines are written: a line whose asynchronous write is still in flight
-      // at exit is lost (pino's exit hook writes only the lines queued behind it)
-      const exit = (code: number) => logger.flush(() => process.exit(code));
+      // exit once the last lines are written (a line whose asynchronous write is still in flight at
+      // exit is lost), or after a second at most: a reader that stopped reading cannot hold the exit
+      const exit = (code: number) => {
+        setTimeout(() => process.exit(code), 1_000);
+        logger.flush(() => process.exit(code));
+      };
+      // a stop that does not finish (a step that never returns) ends all the same
+      const giveUpMs = config.shutdownGraceMs + SHUTDOWN_CLOSE_MS;
+      setTimeout(() => {
+        logger.error({ afterMs: giveUpMs }, "shutdown did not finish in the grace period and the time to close after it: exiting without it");
+        exit(1);
+      }, giveUpMs);
       running.stop().then(() => exit(0), (e) => {
         logger.error({ err: e }, "shutdown failed");
         exit(1);

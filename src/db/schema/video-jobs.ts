@@ -80,6 +80,8 @@ export const videoJobs = pgTable(
     webhookUrl: text("webhook_url"),
     /** origin the job's links in webhooks and events point at: REELAY_PUBLIC_URL, else the submit request's */
     linksBase: text("links_base"),
+    /** the API route the job was submitted with ("/v1/videos/generations", "/v1/videos", "/v1/videos/{id}/remix"): its usage row's route */
+    route: text("route"),
   },
   (t) => [
     uniqueIndex("video_jobs_idempotency_uniq").on(t.accountId, t.idempotencyKey).where(sql`${t.idempotencyKey} IS NOT NULL`),

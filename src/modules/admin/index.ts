@@ -104,8 +104,12 @@ export const adminRoutes = (deps: AppDeps) => {
     .get("/accounts/:id/ledger", async ({ params, query }) => {
       await deps.billing.sync();
       await accounts.getAccount(db, params.id);
-      return listLedger(db, params.id, { limit: query.limit ?? 50, before: query.before });
-    }, { query: PageQuery, detail: { summary: "The account's ledger, newest first", security }, response: { 200: LedgerPage, ...adminErrors } })
+      return listLedger(db, params.id, { limit: query.limit ?? 50, before: query.before }, { reservations: query.reservations });
+    }, {
+      query: t.Object({ ...PageQuery.properties, reservations: t.Optional(t.Boolean({ description: "false: leave out the rows that only reserve credit or give it back (hold, release, lease, lease_return: amount 0, they move `held`); default true" })) }),
+      detail: { summary: "The account's ledger, newest first", security },
+      response: { 200: LedgerPage, ...adminErrors },
+    })
     .post(
       "/accounts/:id/keys",
       async ({ params, body, set }) => {
