@@ -1,6 +1,11 @@
 /**
  * Chat completions: resolve the model, clamp output limits, hold the worst case, call the plugin,
  * settle on the real usage. Streaming continues in relay-stream.ts.
+ *
+ * These steps are every chat-like route's: the bridges (chat-bridge/) run them on the chat request
+ * they translate to, and /v1/messages on the client's own body for a model that speaks Anthropic's
+ * Messages API (messages/native.ts) — prepareRequest with its RequestView, withFallbacks,
+ * finishAnswer / failChat, relayStream with its RelayFormat. One copy of the money and the logs.
  */
 import type { Principal } from "../../auth/authenticate-key.ts";
 import { ABSURD_TOKENS, openCharge, worstPriceOf, type Charge } from "../../billing/index.ts";
