@@ -304,6 +304,20 @@ describe("routing and fallbacks", () => {
 });
 
 describe("the bridge's billed cache counts", () => {
+  test("/v1/messages over a chat upstream: usage says the cache reads billed, as the usage row; a report beyond the prompt is billed as input and shown as 0", async () => {
+    const c = await t.newClient(1_000_000);
+    t.openai.behave({ tokens: 3, cachedTokens: 6 });
+    const m = await c.anthropic.messages.stream({ model: "chat-fallback", max_tokens: 10, system: SYSTEM, messages: [user("Hi")] }).finalMessage();
+    const prompt = fakePromptTokens(t.openai.requests.at(-1)!.body.messages);
+    expect(m.usage).toMatchObject({ input_tokens: prompt - 6, cache_read_input_tokens: 6, cache_creation_input_tokens: 0, output_tokens: 3 });
+    expect(await c.lastUsage()).toMatchObject({ prompt_tokens: prompt, cached_tokens: 6, cost: claudeCost({ input: prompt - 6, cacheRead: 6, output: 3 }, FALLBACK_PRICES) });
+
+    t.openai.behave({ tokens: 3, cachedTokens: 10_000 }); // more cached than the whole prompt: not credible
+    const hostile = await c.anthropic.messages.create({ model: "chat-fallback", max_tokens: 10, system: SYSTEM, messages: [user("Hi")] });
+    expect(hostile.usage).toMatchObject({ input_tokens: prompt, cache_read_input_tokens: 0, cache_creation_input_tokens: 0, output_tokens: 3 });
+    expect(await c.lastUsage()).toMatchObject({ prompt_tokens: prompt, cached_tokens: null, anomaly: expect.stringContaining("cache tokens") });
+  });
+
   test("/v1/responses over a Claude model (through chat): cached_tokens and cache_write_tokens as billed and recorded", async () => {
     const c = await t.newClient(1_000_000);
     t.fake.behave({ tokens: 4, cacheRead: 7, cacheWrite: 3 });
