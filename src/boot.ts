@@ -11,7 +11,7 @@ import { KeyAuthenticator } from "./auth/authenticate-key.ts";
 import { every, type BackgroundTask } from "./background.ts";
 import { CreditEngine, sweepExpiredHolds } from "./billing/index.ts";
 import type { Config } from "./config.ts";
-import { migrate, openDatabase } from "./db/index.ts";
+import { migrate, openDatabase, pendingMigrations } from "./db/index.ts";
 import type { AppDeps } from "./deps.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import { buildModels } from "./registry/build-models.ts";
@@ -62,6 +62,21 @@ export async function openAndMigrate(config: Config, logger: Logger) {
     unlock();
   };
   return database;
+}
+
+/** The migrations this binary would apply to the configured database (`reelay migrate --check`); applies none. */
+export async function checkMigrations(config: Config): Promise<string[]> {
+  const unlock = config.databaseUrl ? () => {} : lockDataDir(config.dataDir);
+  try {
+    const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 1 });
+    try {
+      return await pendingMigrations(database.db);
+    } finally {
+      await database.close();
+    }
+  } finally {
+    unlock();
+  }
 }
 
 /** The app's dependencies; `ops` defaults to the no-op parts (no limits, logs or metrics). */

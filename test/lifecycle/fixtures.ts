@@ -272,8 +272,8 @@ async function fill(db: Tx, migrationNames: string[], tag: string): Promise<Fixt
         const rid = `resp_${tag}${a}${r}${"0".repeat(20)}`;
         const text = `stored answer ${a}.${r}`;
         const body = {
-          id: rid, object: "response", created_at: Math.floor(minutesAgo(50).getTime() / 1000), status: "completed", model: "use-lite", previous_response_id: r === 1 ? `resp_${tag}${a}0${"0".repeat(20)}` : null,
-          output: [{ type: "message", id: `msg_${tag}${a}${r}`, status: "completed", role: "assistant", content: [{ type: "output_text", text, annotations: [] }] }],
+          id: rid, object: "response", created_at: Math.floor(minutesAgo(50).getTime() / 1000), status: "completed", error: null, incomplete_details: null, model: "use-lite", output_text: text, previous_response_id: r === 1 ? `resp_${tag}${a}0${"0".repeat(20)}` : null,
+          output: [{ type: "message", id: `msg_${tag}${a}${r}`, status: "completed", role: "assistant", content: [{ type: "output_text", text, annotations: [], logprobs: [] }] }],
           usage: { input_tokens: 4, output_tokens: 4, total_tokens: 8 }, store: true,
         };
         await w.insert("responses", { id: rid, account_id: id, key_id: `key_${tag}${a}`, model: "use-lite", previous_response_id: body.previous_response_id, input: [{ type: "message", role: "user", content: `question ${r}` }], response: body, created_at: minutesAgo(50), expires_at: minutesAhead(60 * 24) });
