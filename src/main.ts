@@ -60,7 +60,7 @@ async function main(argv: string[]): Promise<number> {
         logger.flush(() => process.exit(code));
       };
       // a stop that does not finish (a step that never returns) ends all the same
-      const giveUpMs = config.shutdownGraceMs + SHUTDOWN_CLOSE_MS;
+      const giveUpMs = config.shutdownDrainDelayMs + config.shutdownGraceMs + SHUTDOWN_CLOSE_MS;
       setTimeout(() => {
         logger.error({ afterMs: giveUpMs }, "shutdown did not finish in the grace period and the time to close after it: exiting without it");
         exit(1);
