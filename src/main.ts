@@ -81,6 +81,11 @@ async function main(argv: string[]): Promise<number> {
     console.log(JSON.stringify({ pending, database: config.databaseUrl ? "postgres" : "pglite" }));
     return pending.length ? 1 : 0;
   }
+  if (command === "backup") {
+    const { backup } = await import("./cli/backup.ts");
+    console.log(JSON.stringify(await backup(config, argv[1])));
+    return 0;
+  }
   if (command === "migrate") {
     const { openAndMigrate } = await import("./boot.ts");
     const database = await openAndMigrate({ ...config }, createLogger(config));

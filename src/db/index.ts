@@ -23,6 +23,8 @@ export interface Database {
   kind: "postgres" | "pglite";
   /** a fresh PGlite data dir unpacked from the seed shipped in the binary (pglite-seed.ts) */
   seeded?: boolean;
+  /** PGlite: a consistent copy of the data directory as a gzipped tarball (queries wait for it; `reelay backup`) */
+  dump?(): Promise<Blob>;
   close(): Promise<void>;
 }
 
@@ -77,7 +79,8 @@ export async function openDatabase(opts: { databaseUrl: string | null; dataDir: 
     startParams: [...PGlite.defaultStartParams, ...PGLITE_SETTINGS],
   });
   const db = drizzlePglite(client, { schema }) as unknown as Db;
-  return { db, kind: "pglite", seeded: Boolean(seed), close: () => client.close() };
+  // dumpDataDir runs between queries (PGlite serves one at a time) after a checkpoint: a consistent copy
+  return { db, kind: "pglite", seeded: Boolean(seed), dump: () => client.dumpDataDir("gzip"), close: () => client.close() };
 }
 
 /** PGlite's WASM compiled once per process (a CLI command or a test that opens several data dirs pays it once) */
