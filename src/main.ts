@@ -21,6 +21,9 @@ usage: reelay [command]
   serve                 run the API server (default)
   healthcheck           exit 0 if the server on PORT answers /readyz with 200 (for container health checks)
   migrate               apply database migrations and exit
+  migrate --check       print the migrations this binary would apply; exit 1 if there are any
+  backup <dir>          copy the database into <dir>: pg_dump for PostgreSQL, a consistent copy of the
+                        PGlite data directory (through the running server's admin API when it runs)
 ${Object.values(COMMANDS).map((c) => "  " + c.usage).join("\n")}
   help                  this text
 
@@ -57,7 +60,7 @@ async function main(argv: string[]): Promise<number> {
         logger.flush(() => process.exit(code));
       };
       // a stop that does not finish (a step that never returns) ends all the same
-      const giveUpMs = config.shutdownGraceMs + SHUTDOWN_CLOSE_MS;
+      const giveUpMs = config.shutdownDrainDelayMs + config.shutdownGraceMs + SHUTDOWN_CLOSE_MS;
       setTimeout(() => {
         logger.error({ afterMs: giveUpMs }, "shutdown did not finish in the grace period and the time to close after it: exiting without it");
         exit(1);
@@ -72,6 +75,17 @@ async function main(argv: string[]): Promise<number> {
     return -1; // keep running
   }
   const logger = createLogger({ ...config, logLevel: "warn", logPretty: false }, process.stderr);
+  if (command === "migrate" && argv.includes("--check")) {
+    const { checkMigrations } = await import("./boot.ts");
+    const pending = await checkMigrations(config);
+    console.log(JSON.stringify({ pending, database: config.databaseUrl ? "postgres" : "pglite" }));
+    return pending.length ? 1 : 0;
+  }
+  if (command === "backup") {
+    const { backup } = await import("./cli/backup.ts");
+    console.log(JSON.stringify(await backup(config, argv[1])));
+    return 0;
+  }
   if (command === "migrate") {
     const { openAndMigrate } = await import("./boot.ts");
     const database = await openAndMigrate({ ...config }, createLogger(config));

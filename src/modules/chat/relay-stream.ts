@@ -71,6 +71,10 @@ export async function relayStream<B>(deps: AppDeps, call: PipelineCall, p: Prepa
   let relay: Relay<unknown> | undefined;
   const onClientGone = () => (relay ? relay.clientGone() : upstream.abort(new DOMException("client disconnected", "AbortError")));
   call.signal.addEventListener("abort", onClientGone, { once: true });
+  // the server's drain timeout (src/lifecycle.ts): the stream ends with an error event, billed on what was delivered
+  const cutSignal = deps.lifecycle?.cutSignal;
+  const onCut = () => (relay ? relay.cut(cutSignal!.reason) : upstream.abort(cutSignal!.reason));
+  cutSignal?.addEventListener("abort", onCut, { once: true });
   let opened: OpenedStream<unknown>;
   try {
     if (call.signal.aborted) onClientGone();
@@ -78,9 +82,14 @@ export async function relayStream<B>(deps: AppDeps, call: PipelineCall, p: Prepa
     opened = await withFallbacks(deps, call, p, (p) => open(p, upstream.signal));
   } catch (err) {
     call.signal.removeEventListener("abort", onClientGone);
+    cutSignal?.removeEventListener("abort", onCut);
     throw failChat(deps, call, p, err, call.signal.aborted);
   }
-  relay = new Relay(deps, call, p, opened, upstream, () => call.signal.removeEventListener("abort", onClientGone));
+  relay = new Relay(deps, call, p, opened, upstream, () => {
+    call.signal.removeEventListener("abort", onClientGone);
+    cutSignal?.removeEventListener("abort", onCut);
+  });
+  if (cutSignal?.aborted) relay.cut(cutSignal.reason);
   return new Response(relay.body, {
     headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", "x-accel-buffering": "no", ...p.headers },
   });
@@ -158,6 +167,8 @@ class Relay<E> {
   private gone = false;
   private pulling = false;
   private ended = false;
+  /** the server's drain timeout ended the stream (the error it ends with) */
+  private cutBy: unknown = null;
 
   constructor(
     private readonly deps: AppDeps,
@@ -198,6 +209,14 @@ class Relay<E> {
     if (!this.pulling) void this.end(this.controller, { kind: "disconnected" });
   }
 
+  /** The server is shutting down and its drain timeout passed: end with `reason` as an error event. */
+  cut(reason: unknown): void {
+    if (this.ended || this.gone || this.cutBy) return;
+    this.cutBy = reason;
+    this.upstream.abort(reason);
+    if (!this.pulling) void this.end(this.controller, { kind: "failed", err: reason });
+  }
+
   /** Write the next relayed event (skipping events that send nothing), or end the stream. */
   private async pull(controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> {
     while (!this.ended) {
@@ -206,9 +225,10 @@ class Relay<E> {
         next = this.pending ?? (await this.events.next());
         this.pending = null;
       } catch (err) {
-        return this.end(controller, this.gone || this.call.signal.aborted ? { kind: "disconnected" } : { kind: "failed", err });
+        return this.end(controller, this.gone || this.call.signal.aborted ? { kind: "disconnected" } : { kind: "failed", err: this.cutBy ?? err });
       }
       if (this.gone) return this.end(controller, { kind: "disconnected" });
+      if (this.cutBy) return this.end(controller, { kind: "failed", err: this.cutBy });
       if (next.done || this.format.isEnd(next.value)) return this.end(controller, { kind: "done" });
       const out = this.format.relay(next.value);
       if (out === null) continue;
