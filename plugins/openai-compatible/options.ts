@@ -25,7 +25,7 @@ const ApiVersion = Type.String({ pattern: "^[A-Za-z0-9._-]{1,40}$" });
 const ParamName = Type.String({ pattern: "^[A-Za-z_][A-Za-z0-9_]{0,63}$" });
 const HeaderName = "^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$";
 /** extra request headers, merged over the preset's (OpenRouter's HTTP-Referer / X-Title) */
-const Headers = Type.Record(Type.String({ pattern: HeaderName }), Type.String({ maxLength: 1000, pattern: "^[^\\r\\n]*$" }));
+const Headers = Type.Record(Type.String({ pattern: HeaderName }), Type.String({ maxLength: 1000, pattern: "^[^\\r\\n]*$" }), { additionalProperties: false });
 
 /**
  * What the provider does differently, each overriding its preset's value (presets.ts explains
@@ -35,7 +35,7 @@ const QuirkOptions = {
   auth: Type.Optional(Type.Union([Type.Literal("bearer"), Type.Literal("api-key"), Type.Literal("none")])),
   headers: Type.Optional(Headers),
   dropParams: Type.Optional(Type.Array(ParamName, { maxItems: 64, uniqueItems: true })),
-  renameParams: Type.Optional(Type.Record(Type.String({ pattern: "^[A-Za-z_][A-Za-z0-9_]{0,63}$" }), ParamName)),
+  renameParams: Type.Optional(Type.Record(Type.String({ pattern: "^[A-Za-z_][A-Za-z0-9_]{0,63}$" }), ParamName, { additionalProperties: false })),
   dropMessageFields: Type.Optional(Type.Array(ParamName, { maxItems: 64, uniqueItems: true })),
   streamUsage: Type.Optional(Type.Boolean()),
   reasoningField: Type.Optional(Type.Union([Type.Literal("reasoning_content"), Type.Literal("reasoning")])),
