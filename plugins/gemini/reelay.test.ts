@@ -71,16 +71,17 @@ const tools: OpenAI.ChatCompletionTool[] = [{ type: "function", function: { name
 
 describe("through the OpenAI SDK", () => {
   test("non-streamed: thoughts as reasoning_content; cached and thinking tokens billed exactly", async () => {
-    google.behave({ thought: "Counting in English.", cachedTokens: 5 });
+    google.behave({ thought: "Counting in English.", cachedTokens: 5, tokens: 6 });
     const before = await balance();
-    const r = await openai.chat.completions.create({ model: "gemini-flash", messages, max_tokens: 6 });
-    expect(r.choices[0]).toMatchObject({ message: { content: " one two three four five six" }, finish_reason: "length" });
+    const r = await openai.chat.completions.create({ model: "gemini-flash", messages, max_tokens: 16 });
+    expect(r.choices[0]).toMatchObject({ message: { content: " one two three four five six" }, finish_reason: "stop" });
     expect((r.choices[0]!.message as any).reasoning_content).toBe("Counting in English.");
-    expect(r.usage).toMatchObject({ completion_tokens: 6 + 4, prompt_tokens_details: { cached_tokens: 5 }, completion_tokens_details: { reasoning_tokens: 4 } });
+    // 5 thinking tokens ("Count", "ing", " in", " English", ".") billed as output with the 6 of the answer
+    expect(r.usage).toMatchObject({ completion_tokens: 6 + 5, prompt_tokens_details: { cached_tokens: 5 }, completion_tokens_details: { reasoning_tokens: 5 } });
     expect(before - (await balance())).toBe(cost("gemini-flash", r.usage!));
     const [row] = (await get("/v1/usage?limit=1")).data;
-    expect(row).toMatchObject({ model: "gemini-flash", cached_tokens: 5, completion_tokens: 10, token_source: "upstream", anomaly: null });
-    expect(google.requests[0]!.body.generationConfig).toEqual({ maxOutputTokens: 6, thinkingConfig: { includeThoughts: true } });
+    expect(row).toMatchObject({ model: "gemini-flash", cached_tokens: 5, completion_tokens: 11, token_source: "upstream", anomaly: null });
+    expect(google.requests[0]!.body.generationConfig).toEqual({ maxOutputTokens: 16, thinkingConfig: { includeThoughts: true } });
   });
 
   test("streamed with usage: the same exact bill", async () => {

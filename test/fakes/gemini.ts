@@ -20,8 +20,9 @@
  * the model turn just before it (and all of them answered), images as inlineData with a mime type.
  *
  * The answer: `text` (default N = min(maxOutputTokens, tokens ?? 16) words of REPLY_WORDS, one
- * cl100k token each), cut at maxOutputTokens (MAX_TOKENS) and before the first stop sequence;
- * `thought` first as a `thought: true` part when the request asks for includeThoughts;
+ * cl100k token each), cut at maxOutputTokens (MAX_TOKENS; the thought counts against it, as
+ * Gemini 2.5 counts thinking) and before the first stop sequence; `thought` first as a
+ * `thought: true` part when the request asks for includeThoughts;
  * `functionCalls` answers a request offering function declarations (unless its last turn is a
  * function response) with functionCall parts, a `thoughtSignature` on the first. Usage
  * (usageMetadata): promptTokenCount = cl100k tokens of every text (+ 258 per image, Gemini's
@@ -260,9 +261,11 @@ function answerOf(body: any, b: FakeGeminiBehaviour): Answer {
     let text = b.text ?? Array.from({ length: Math.min(b.tokens ?? 16, 64) }, (_, i) => REPLY_WORDS[i % REPLY_WORDS.length]).join("");
     for (const s of g.stopSequences ?? []) if (text.includes(s)) text = text.slice(0, text.indexOf(s));
     const tokens = encoder.encode(text);
-    if (tokens.length > max) finishReason = "MAX_TOKENS";
-    for (const t of tokens.slice(0, max)) pieces.push({ text: encoder.decode([t]) });
-    output = Math.min(tokens.length, max);
+    // thinking counts against maxOutputTokens (Gemini 2.5): what is left is the answer's
+    const room = Math.max(0, max - thoughts);
+    if (tokens.length > room) finishReason = "MAX_TOKENS";
+    for (const t of tokens.slice(0, room)) pieces.push({ text: encoder.decode([t]) });
+    output = Math.min(tokens.length, room);
   }
   if (b.finishReason) finishReason = b.finishReason;
   const usage = { promptTokenCount: prompt, candidatesTokenCount: output, totalTokenCount: prompt + output + thoughts, ...(thoughts ? { thoughtsTokenCount: thoughts } : {}), ...cached };
