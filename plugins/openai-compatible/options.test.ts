@@ -1,6 +1,8 @@
-/** The preset options as the host checks them at boot: each mistake named with its option, before anything is served. */
+/** The preset options as the host checks them at boot (each mistake named with its option, before anything is served), and an override at work. */
 import { expect, test } from "bun:test";
 import { checkOptions } from "@reelay/plugin-sdk";
+import { testCall, testPluginContext } from "@reelay/plugin-sdk/testing";
+import { startFakeProvider } from "../../test/fakes/openai-presets.ts";
 import plugin from "./index.ts";
 
 const problems = (options: Record<string, unknown>) => {
@@ -25,4 +27,22 @@ test("unknown providers, a key where none is sent and an apiVersion without vers
     'option "deployments.3.baseUrl": is required',
   ]);
   expect(problems({ provider: "openrouter", headers: { "Bad Header": "x" }, reasoningField: "thoughts" }).map((p) => p.split(/[.:]/)[0])).toEqual(["headers", "reasoningField"]);
+});
+
+test("a model's options override its preset: a field the preset leaves out is sent again (and refused by the provider), headers merge", async () => {
+  const groq = await startFakeProvider("groq");
+  try {
+    const make = (over: Record<string, unknown>) => {
+      const checked = checkOptions(plugin.options!, { provider: "groq", baseUrl: groq.url, ...over });
+      return plugin.create(testPluginContext(checked.options, { envVars: { GROQ_API_KEY: groq.apiKey } }) as never) as any;
+    };
+    const body = { model: "m", messages: [{ role: "user" as const, content: "hi" }], logprobs: true };
+    await make({ headers: { "X-Team": "a" } }).chat.complete(body, testCall());
+    expect(groq.requests.at(-1)!.body.logprobs).toBeUndefined(); // the preset leaves it out
+    expect(groq.requests.at(-1)!.headers["x-team"]).toBe("a");
+    const err = await make({ dropParams: [] }).chat.complete(body, testCall()).then(() => null, (e: any) => e);
+    expect([err?.kind, err?.status, groq.requests.at(-1)!.body.logprobs]).toEqual(["upstream_http", 400, true]);
+  } finally {
+    await groq.stop();
+  }
 });

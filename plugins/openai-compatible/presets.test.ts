@@ -17,6 +17,8 @@ import { parse } from "yaml";
 import { startFakeOpenAI, type FakeOpenAI } from "../../test/fakes/openai-upstream.ts";
 import { startFakeProvider, WIRES, type FakeProvider, type ProviderName } from "../../test/fakes/openai-presets.ts";
 import { startTestServer, type TestServer } from "../../test/support/harness.ts";
+import { checkOptions } from "@reelay/plugin-sdk";
+import plugin from "./index.ts";
 import { PRESET_NAMES, PRESETS, type Preset } from "./presets.ts";
 
 const ROOT = join(import.meta.dir, "../..");
@@ -192,6 +194,15 @@ describe("docs/providers/presets.md", () => {
     expect(r.model).toBe("llama-3.3-70b");
     const groq = docModels.find((m) => m.id === "llama-3.3-70b").pricing;
     expect(before - (await balance())).toBe(Math.ceil((r.usage!.prompt_tokens * groq.inputPerMillion + r.usage!.completion_tokens * groq.outputPerMillion) / 1_000_000));
+  });
+
+  test("the overriding example's options pass the plugin's checks", () => {
+    const page = readFileSync(join(ROOT, "docs/providers/presets.md"), "utf8");
+    const block = /\(the options pass the plugin's checks\) -->\n```yaml\n([\s\S]*?)```/.exec(page)![1]!;
+    for (const m of parse(block).models) {
+      const checked = checkOptions(plugin.options!, m.options);
+      expect([m.id, checked.problems, plugin.validateOptions!(checked.options as never)]).toEqual([m.id, [], []]);
+    }
   });
 
   test("the presets table lists every preset with its base URL and key variable", () => {
