@@ -33,10 +33,12 @@ export interface JobChargeSpec {
   pricing: ModelPricing;
   /** which price applied (videoRate's basis), for the usage row; fixed at submit */
   priceBasis?: string | null;
+  /** the API route the job was submitted with ("/v1/videos/generations", "/v1/videos"), for the usage row */
+  route?: string | null;
 }
 
 /** Hold price/s (at the job's size) × seconds for the job (402 when the account cannot afford it). */
-export async function openJobCharge(tx: Tx, j: Omit<JobChargeSpec, "keyId" | "plugin" | "priceBasis">): Promise<{ holdId: string; priceBasis: string }> {
+export async function openJobCharge(tx: Tx, j: Omit<JobChargeSpec, "keyId" | "plugin" | "priceBasis" | "route">): Promise<{ holdId: string; priceBasis: string }> {
   const amount = priceOf(j.pricing, { seconds: j.seconds, size: j.size });
   const h = await hold(tx, { accountId: j.accountId, amount, ref: j.jobId, reason: `video ${j.jobId}: ${j.model}, ${j.seconds} s at ${j.size}`, expiresAt: null });
   return { holdId: h.id, priceBasis: videoRate(j.pricing, j.size).basis };
@@ -82,7 +84,7 @@ export class JobCharge {
 
   private row() {
     const s = this.spec;
-    return { accountId: s.accountId, keyId: s.keyId, ref: s.jobId, kind: "video" as const, model: s.model, plugin: s.plugin };
+    return { accountId: s.accountId, keyId: s.keyId, ref: s.jobId, kind: "video" as const, model: s.model, plugin: s.plugin, route: s.route ?? undefined };
   }
 
   private latency() {
