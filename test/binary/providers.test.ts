@@ -76,7 +76,7 @@ test("from the binary on PGlite: presets, gemini and bedrock answer, streamed an
 
     const gpt = await openai.chat.completions.create({ model: "gpt", messages, max_tokens: 4 });
     expect(gpt.choices[0]!.message.content).toBe(" one two three four");
-    expect(azure.requests.map((r) => [r.path, r.query["api-version"], r.headers["api-key"], r.headers.authorization])).toEqual([["/openai/deployments/gpt-4o/chat/completions", "2024-10-21", azure.apiKey, undefined]]);
+    expect(azure.requests.map((r) => [r.path, r.query["api-version"], r.headers["api-key"], "authorization" in r.headers])).toEqual([["/openai/deployments/gpt-4o/chat/completions", "2024-10-21", azure.apiKey, false]]);
     spent += cost(gpt.usage);
 
     deepseek.behave({ cachedTokens: 3 });

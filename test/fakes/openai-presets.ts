@@ -151,7 +151,7 @@ export async function startFakeProvider(name: ProviderName, opts: { inner?: Fake
     if (!endpoint || req.method !== "POST") return fail(404, `Unknown request URL: ${req.method} ${url.pathname}`);
 
     if (behaviour.status && behaviour.status >= 400) {
-      const wait = behaviour.retryAfter === undefined ? {} : wire.retryHeader === "retry-after-ms" ? { "retry-after-ms": String(behaviour.retryAfter * 1000 - 500) } : { "retry-after": String(behaviour.retryAfter) };
+      const wait: Record<string, string> = behaviour.retryAfter === undefined ? {} : wire.retryHeader === "retry-after-ms" ? { "retry-after-ms": String(behaviour.retryAfter * 1000 - 500) } : { "retry-after": String(behaviour.retryAfter) };
       return fail(behaviour.status, behaviour.errorMessage ?? `fake ${name} error ${behaviour.status}`, undefined, wait);
     }
     // refused fields, as the provider refuses them
