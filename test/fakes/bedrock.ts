@@ -342,7 +342,7 @@ async function stream(res: ServerResponse, a: Answer, b: FakeBedrockBehaviour): 
         return void res.end();
       }
       if (b.resetAfterDeltas === deltas) {
-        await Bun.sleep(20);
+        await Bun.sleep(100); // the frames before the reset read by the client first (an RST drops what it had not read)
         return void (res.socket?.resetAndDestroy?.() ?? res.destroy());
       }
     }

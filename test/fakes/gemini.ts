@@ -305,7 +305,7 @@ async function stream(rec: GeminiRequest, res: ServerResponse, model: string, a:
       return void res.end();
     }
     if (b.resetAfterChunks === i + 1) {
-      await Bun.sleep(20);
+      await Bun.sleep(100); // the frames before the reset read by the client first (an RST drops what it had not read)
       return void (res.socket?.resetAndDestroy?.() ?? res.destroy());
     }
   }
