@@ -86,7 +86,7 @@ describe("RunPod protocol against the fake worker", () => {
     const run = worker.calls.find((c) => c.kind === "run")!;
     expect(run.auth).toBe(`Bearer ${KEY}`);
     expect(run.input).toMatchObject({ prompt: "a cat surfing", num_frames: 32, width: 480, height: 832, seed: 42 });
-    const states = [(await video.poll(handle, testCall())).state];
+    const states: string[] = [(await video.poll(handle, testCall())).state];
     manual += 40; // into IN_PROGRESS (queueMs 30)
     states.push((await video.poll(handle, testCall())).state);
     manual += 60; // past runMs 60: COMPLETED

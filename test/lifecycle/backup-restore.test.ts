@@ -123,7 +123,7 @@ describe("backup under load and restore into a fresh instance", () => {
     const fx = await buildFixture(seeded.db, MIGRATIONS.length - 1, "l");
     await seeded.close();
     const running = await startServer(testConfig({ REELAY_DATA_DIR: dir, ...env() }));
-    let backup = { file: "", database: "", via: undefined as string | undefined };
+    let backup: { file: string; database: string; via?: string } = { file: "", database: "" };
     let load: { accountId: string };
     try {
       load = await withLoad(running, async () => {
