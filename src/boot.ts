@@ -55,7 +55,7 @@ export interface Running {
 /** Open the database and run migrations (also used by the CLI). */
 export async function openAndMigrate(config: Config, logger: Logger) {
   const unlock = config.databaseUrl ? () => {} : lockDataDir(config.dataDir);
-  const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: config.dbPoolSize });
   if (database.seeded) logger.info({ dataDir: config.dataDir }, "new PGlite data dir unpacked from the embedded seed");
   const applied = await migrate(database.db);
   if (applied.length) logger.info({ applied, database: database.kind }, "migrations applied");

@@ -73,6 +73,8 @@ export interface Config {
   host: string;
   port: number;
   databaseUrl: string | null;
+  /** PostgreSQL connections this instance may open at most (its pool); the sum over instances must stay under the server's max_connections */
+  dbPoolSize: number;
   dataDir: string;
   redisUrl: string | null;
   adminToken: string | null;
@@ -215,6 +217,7 @@ export function loadConfig(env: Env = process.env): Config {
     host: str(env, "HOST") ?? "0.0.0.0",
     port: int(env, "PORT", 8080, 0, 65535),
     databaseUrl,
+    dbPoolSize: int(env, "REELAY_DB_POOL_SIZE", 20, 2, 1_000),
     dataDir: resolve(str(env, "REELAY_DATA_DIR") ?? "./data"),
     redisUrl,
     adminToken,

@@ -39,6 +39,9 @@ export async function spawnServer(env: Record<string, string>, opts: { port?: nu
       REELAY_LOG_LEVEL: "info",
       REELAY_PLUGINS_DIR: "/nonexistent-reelay-plugins",
       REELAY_RATE_RPM: "0",
+      // npm test runs three shards at once, each starting servers: 8 connections each keeps the
+      // sum well under PostgreSQL's default max_connections (100); production defaults to 20
+      REELAY_DB_POOL_SIZE: "8",
       ...env,
     },
     stdin: "ignore",

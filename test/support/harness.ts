@@ -45,6 +45,8 @@ export function testConfig(overrides: Record<string, string | undefined> = {}): 
     REELAY_LOG_LEVEL: "error",
     REELAY_LOG_FORMAT: "json",
     REELAY_PLUGINS_DIR: "/nonexistent-reelay-plugins",
+    // three test shards run at once (scripts/run-tests.ts), each with its own servers: see child-server.ts
+    REELAY_DB_POOL_SIZE: "8",
     ...overrides,
   });
 }
