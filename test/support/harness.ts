@@ -96,12 +96,36 @@ export async function startTestServer(env: Record<string, string | undefined> = 
 /** Build the app without listening (for tests that call app.handle directly). */
 export { createApp };
 
-/** A TCP port that was free a moment ago (for child processes that must be told their port). */
+/** The kernel's ephemeral range (outgoing connections and port-0 binds take ports from it). */
+function ephemeralRange(): [number, number] {
+  try {
+    const [lo, hi] = require("node:fs").readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/).map(Number);
+    if (lo > 0 && hi >= lo) return [lo, hi];
+  } catch {}
+  return [32768, 60999];
+}
+
+/**
+ * A TCP port that was free a moment ago (for child processes that must be told their port; the
+ * harness then checks the child logs its own pid listening on it). Taken at random BELOW the
+ * kernel's ephemeral range: a port-0 bind hands out ports from that range, and so does every
+ * outgoing connection, so a port freed there could be taken by another test's connection before
+ * the child binds it (seen once npm test ran three shards at once: "port … is already in use").
+ */
 export function freePort(): number {
-  const s = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
-  const port = s.port!;
-  s.stop(true);
-  return port;
+  const [ephemeralLow] = ephemeralRange();
+  const low = 10_000, high = Math.max(low + 1_000, ephemeralLow - 1);
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const port = low + Math.floor(Math.random() * (high - low));
+    try {
+      const s = Bun.serve({ port, hostname: "127.0.0.1", fetch: () => new Response() });
+      s.stop(true);
+      return port;
+    } catch {
+      // taken: try another
+    }
+  }
+  throw new Error(`no free port found between ${low} and ${high}`);
 }
 
 /**
