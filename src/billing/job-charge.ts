@@ -14,10 +14,9 @@
 import { sql } from "drizzle-orm";
 import { query, type Tx } from "../db/index.ts";
 import type { Telemetry } from "../ops/hooks.ts";
-import type { ModelPricing } from "../plugin-sdk/index.ts";
 import { settlementOf } from "./charge.ts";
-import { hold } from "./exact-holds.ts";
-import { priceOf } from "./price.ts";
+import { hold, type HoldWindows } from "./exact-holds.ts";
+import { priceOf, type EffectivePricing } from "./price.ts";
 import { settleOne } from "./settle-batch.ts";
 
 export interface JobChargeSpec {
@@ -28,13 +27,20 @@ export interface JobChargeSpec {
   model: string;
   plugin: string | null;
   seconds: number;
-  pricing: ModelPricing;
+  /** the model's prices as the account pays them (applyPlan) */
+  pricing: EffectivePricing;
 }
 
-/** Hold price/s × seconds for the job (402 when the account cannot afford it). Returns the hold id. */
-export async function openJobCharge(tx: Tx, j: Omit<JobChargeSpec, "keyId" | "plugin">): Promise<string> {
+/**
+ * Hold price/s × seconds for the job, in the account and in the budget windows it counts in
+ * (`budget`: the key's and the account's for this model, from the engine's `windows.holdWindows`).
+ * 402 insufficient_quota or budget_exceeded when it cannot; StaleBudgets when the budgets changed
+ * since `budget` was read (read them again and retry). Returns the hold id.
+ */
+export async function openJobCharge(tx: Tx, j: Omit<JobChargeSpec, "keyId" | "plugin"> & { budget?: HoldWindows | null }): Promise<string> {
   const amount = priceOf(j.pricing, { seconds: j.seconds });
-  const h = await hold(tx, { accountId: j.accountId, amount, ref: j.jobId, reason: `video ${j.jobId}: ${j.model}, ${j.seconds} s`, expiresAt: null });
+  const h = await hold(tx, { accountId: j.accountId, amount, ref: j.jobId, reason: `video ${j.jobId}: ${j.model}, ${j.seconds} s`, expiresAt: null, budget: j.budget ?? null });
+  if (j.pricing.plan) await query(tx, sql`UPDATE holds SET pricing = ${JSON.stringify(j.pricing)} WHERE id = ${h.id}`);
   return h.id;
 }
 
@@ -54,8 +60,10 @@ export class JobCharge {
    */
   async settle(tx: Tx): Promise<number> {
     const s = this.spec;
-    const held = s.holdId ? Number((await query<{ amount: number }>(tx, sql`SELECT amount::float8 AS amount FROM holds WHERE id = ${s.holdId}`))[0]?.amount ?? 0) : 0;
-    const r = await settleOne(tx, { holdId: s.holdId, cover: 0, ...settlementOf(this.row(), "settle", held, { status: 200 }, { seconds: s.seconds }, this.latency()) });
+    const h = s.holdId ? (await query<{ amount: number; pricing: string | null }>(tx, sql`SELECT amount::float8 AS amount, pricing FROM holds WHERE id = ${s.holdId}`))[0] : undefined;
+    const held = Number(h?.amount ?? 0);
+    const pricing = h?.pricing ? (JSON.parse(h.pricing) as EffectivePricing) : null;
+    const r = await settleOne(tx, { holdId: s.holdId, cover: 0, ...settlementOf(this.row(), "settle", held, { status: 200 }, { seconds: s.seconds }, this.latency(), pricing) });
     this.charged = r.charged;
     return r.charged;
   }

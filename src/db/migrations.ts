@@ -14,6 +14,8 @@ import m0003 from "../../drizzle/0003_webhooks.sql" with { type: "text" };
 import m0004 from "../../drizzle/0004_billing_engine_leases.sql" with { type: "text" };
 // @ts-ignore: text import
 import m0005 from "../../drizzle/0005_responses_and_usage_route.sql" with { type: "text" };
+// @ts-ignore: text import
+import m0006 from "../../drizzle/0006_budgets_and_plans.sql" with { type: "text" };
 
 export const MIGRATIONS: Array<{ name: string; sql: string }> = [
   { name: "0000_init", sql: m0000 as unknown as string },
@@ -22,6 +24,7 @@ export const MIGRATIONS: Array<{ name: string; sql: string }> = [
   { name: "0003_webhooks", sql: m0003 as unknown as string },
   { name: "0004_billing_engine_leases", sql: m0004 as unknown as string },
   { name: "0005_responses_and_usage_route", sql: m0005 as unknown as string },
+  { name: "0006_budgets_and_plans", sql: m0006 as unknown as string },
 ];
 
 export function splitStatements(sqlText: string): string[] {

@@ -6,3 +6,4 @@ export * from "./video-jobs.ts";
 export * from "./usage-rollups.ts";
 export * from "./webhooks.ts";
 export * from "./responses.ts";
+export * from "./budgets.ts";

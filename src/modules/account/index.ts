@@ -1,6 +1,7 @@
 import { Elysia, t } from "elysia";
 import type { AppDeps } from "../../deps.ts";
-import { clientBalance } from "../../billing/index.ts";
+import { budgetViews, clientBalance } from "../../billing/index.ts";
+import { BudgetView } from "../budgets/model.ts";
 import { authErrors, PageQuery } from "../../http/schemas.ts";
 import { requireKey } from "../../http/require-key.ts";
 import { listUsage } from "../../accounts/usage-and-ledger.ts";
@@ -35,19 +36,28 @@ export const accountRoutes = (deps: AppDeps) =>
       async ({ principal }) => {
         // this instance's queued settlements land first: a client sees its own requests at once
         await deps.billing.sync();
-        const b = await clientBalance(deps.database.db, principal.accountId);
-        return { object: "account" as const, id: principal.accountId, key_prefix: principal.keyPrefix, balance: b.balance, held: b.held, available: b.available, currency: "micro-USD" as const };
+        const { b, budgets } = await deps.database.db.transaction(async (tx) => ({
+          b: await clientBalance(tx, principal.accountId),
+          budgets: await budgetViews(tx, principal.accountId, { account: true, keyId: principal.keyId }, deps.billing.now()),
+        }));
+        return {
+          object: "account" as const, id: principal.accountId, key_prefix: principal.keyPrefix, balance: b.balance, held: b.held, available: b.available, currency: "micro-USD" as const,
+          plan: principal.planId ?? null, budgets,
+        };
       },
       {
         detail: {
           summary: "Account balance",
-          description: "Credits of the calling key's account (integer micro-dollars: 1 USD = 1,000,000). `held`: the worst case of the account's requests and video jobs in flight; `available` = `balance` − `held`, what it can still spend. A request's charge shows here within a second of its response.",
+          description: "Credits of the calling key's account (integer micro-dollars: 1 USD = 1,000,000). `held`: the worst case of the account's requests and video jobs in flight; `available` = `balance` − `held`, what it can still spend. A request's charge shows here within a second of its response. `budgets`: the calling key's and the account's budgets, each with its current window (what a request may still reserve is the least `remaining` of the windows it counts in, and `available`). `plan`: the price plan the account pays (GET /v1/models shows its prices).",
           security: [{ bearer: [] }],
         },
         response: {
           200: t.Object(
-            { object: t.Literal("account"), id: t.String(), key_prefix: t.String(), balance: t.Integer(), held: t.Integer(), available: t.Integer(), currency: t.Literal("micro-USD") },
-            { examples: [{ object: "account", id: "acct_x", key_prefix: "rl-AbCd1234", balance: 5000000, held: 150000, available: 4850000, currency: "micro-USD" }] },
+            {
+              object: t.Literal("account"), id: t.String(), key_prefix: t.String(), balance: t.Integer(), held: t.Integer(), available: t.Integer(), currency: t.Literal("micro-USD"),
+              plan: t.Nullable(t.String()), budgets: t.Array(BudgetView),
+            },
+            { examples: [{ object: "account", id: "acct_x", key_prefix: "rl-AbCd1234", balance: 5000000, held: 150000, available: 4850000, currency: "micro-USD", plan: null, budgets: [] }] },
           ),
           ...authErrors,
         },

@@ -3,7 +3,7 @@
  * settle on the real usage. Streaming continues in relay-stream.ts.
  */
 import type { Principal } from "../../auth/authenticate-key.ts";
-import { ABSURD_TOKENS, openCharge, priceOf, type Charge } from "../../billing/index.ts";
+import { ABSURD_TOKENS, applyPlan, openCharge, priceOf, type Charge } from "../../billing/index.ts";
 import type { AppDeps } from "../../deps.ts";
 import { fallbackModels, resolveModel } from "../../registry/resolve-model.ts";
 import type { RequestFacts } from "../../ops/hooks.ts";
@@ -120,6 +120,8 @@ export async function prepareChat(deps: AppDeps, call: ChatCall): Promise<Prepar
   const promptEstimate = estimatePrompt(call.body);
   const choices = call.body.n ?? 1;
   call.note({ model: model.id });
+  // the account's prices (its price plan, or the list prices)
+  const plan = deps.billing.plans.get(call.principal.planId);
   // the hold covers the dearest candidate: whichever serves, its exact price fits in it
   let worst = { cost: -1, output: 0, model };
   let maxOutput = 0;
@@ -127,7 +129,7 @@ export async function prepareChat(deps: AppDeps, call: ChatCall): Promise<Prepar
     const output = clampOutput(call.body, m, promptEstimate);
     maxOutput = Math.max(maxOutput, output.maxOutput);
     // an absurd `n` or max_tokens makes an absurd worst case: a 402, not an arithmetic error
-    const cost = Math.min(Number.MAX_SAFE_INTEGER, priceOf(m.pricing, { promptTokens: promptEstimate, completionTokens: output.maxOutput * choices }));
+    const cost = Math.min(Number.MAX_SAFE_INTEGER, priceOf(applyPlan(plan, m.id, m.pricing), { promptTokens: promptEstimate, completionTokens: output.maxOutput * choices }));
     if (cost > worst.cost || (cost === worst.cost && output.maxOutput > worst.output)) worst = { cost, output: output.maxOutput, model: m };
     return { model: m, chat: m.instance.chat!, forwarded: output.forwarded as PluginChatRequest, allowed: chatAllowance(call.body, m, promptEstimate, output, choices) };
   });
@@ -135,7 +137,7 @@ export async function prepareChat(deps: AppDeps, call: ChatCall): Promise<Prepar
   const dearest = worst.model === model ? "" : ` (at the prices of fallback ${worst.model.id})`;
   const charge = await openCharge(deps, {
     accountId: call.principal.accountId, keyId: call.principal.keyId, ref: call.requestId, kind: "chat", route: call.route ?? "/v1/chat/completions",
-    model: model.id, plugin: model.plugin, pricing: model.pricing, worstCase: worst.cost, startedAt: call.startedAt,
+    model: model.id, plugin: model.plugin, pricing: applyPlan(plan, model.id, model.pricing), plan, worstCase: worst.cost, startedAt: call.startedAt,
     reason: `chat ${model.id}: hold for ${promptEstimate} prompt + ${worst.output * choices} output tokens${dearest}`,
   });
   const first = candidates[0]!;

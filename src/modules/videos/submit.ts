@@ -6,7 +6,8 @@
 import { createHash, randomInt } from "node:crypto";
 import { sql } from "drizzle-orm";
 import type { Principal } from "../../auth/authenticate-key.ts";
-import { openJobCharge } from "../../billing/index.ts";
+import { applyPlan, openJobCharge, StaleBudgets } from "../../billing/index.ts";
+import type { HoldWindows } from "../../billing/exact-holds.ts";
 import { randomId } from "../../ids.ts";
 import type { AppDeps } from "../../deps.ts";
 import { ApiError, badRequest } from "../../errors.ts";
@@ -56,9 +57,11 @@ export async function submitVideo(deps: AppDeps, principal: Principal, body: Sub
   const seed = body.seed ?? randomInt(0, 2 ** 32 - 1);
   const limit = principal.limits.videoConcurrency ?? deps.config.rateLimits.concurrentVideoJobs;
   const id = randomId("vid");
+  // the account's prices, and the budget windows the job counts in (read before the transaction: PGlite has one connection)
+  const pricing = applyPlan(deps.billing.plans.get(principal.planId), model.id, model.pricing);
 
-  try {
-    const outcome = await db.transaction(async (tx) => {
+  const submitIn = (budget: HoldWindows) =>
+    db.transaction(async (tx) => {
       // serialises this key's submits, so "count active jobs, then insert" cannot be raced past the limit;
       // the count is in the database, so the limit holds across instances and restarts
       await tx.execute(sql`SELECT pg_advisory_xact_lock(${SUBMIT_LOCK_NS}, hashtext(${principal.keyId}))`);
@@ -75,7 +78,7 @@ export async function submitVideo(deps: AppDeps, principal: Principal, body: Sub
           });
         }
       }
-      const holdId = await openJobCharge(tx, { accountId: principal.accountId, jobId: id, model: model.id, seconds, pricing: model.pricing });
+      const holdId = await openJobCharge(tx, { accountId: principal.accountId, jobId: id, model: model.id, seconds, pricing, budget });
       const createdAt = await insertJob(tx, {
         id, accountId: principal.accountId, keyId: principal.keyId, model: model.id, prompt: body.prompt, negativePrompt: body.negative_prompt ?? null,
         seed, steps: body.steps ?? null, seconds, width, height, image: image.bytes, imageMime: image.mime, holdId, idempotencyKey, requestHash,
@@ -85,6 +88,27 @@ export async function submitVideo(deps: AppDeps, principal: Principal, body: Sub
       if (!createdAt) throw new IdempotencyRace();
       return { createdAt };
     });
+
+  try {
+    let outcome: Awaited<ReturnType<typeof submitIn>>;
+    for (let attempt = 0, reclaimed = false; ; attempt++) {
+      try {
+        outcome = await submitIn(await deps.billing.windows.holdWindows(principal.accountId, principal.keyId, model.id));
+        break;
+      } catch (e) {
+        // the account's budgets changed since they were read: read them again
+        if (e instanceof StaleBudgets && attempt < 4) {
+          deps.billing.windows.invalidate(principal.accountId);
+          continue;
+        }
+        // a 402 is final only once the credit instances reserved ahead for the account was offered back (as for every request)
+        if (e instanceof ApiError && e.status === 402 && !reclaimed) {
+          reclaimed = true;
+          if (await deps.billing.offerBack(principal.accountId)) continue;
+        }
+        throw e;
+      }
+    }
     if ("replayOf" in outcome) return replay(outcome.replayOf!, requestHash!);
     deps.telemetry.videoTransition({ jobId: id, model: model.id, from: null, to: "queued", accountId: principal.accountId });
     return { status: 202, job: { id, object: "video.generation", status: "queued", model: model.id, seconds, created_at: Math.floor(outcome.createdAt.getTime() / 1000) } };
