@@ -36,10 +36,8 @@ export const accountRoutes = (deps: AppDeps) =>
       async ({ principal }) => {
         // this instance's queued settlements land first: a client sees its own requests at once
         await deps.billing.sync();
-        const { b, budgets } = await deps.database.db.transaction(async (tx) => ({
-          b: await clientBalance(tx, principal.accountId),
-          budgets: await budgetViews(tx, principal.accountId, { account: true, keyId: principal.keyId }, deps.billing.now()),
-        }));
+        const b = await clientBalance(deps.database.db, principal.accountId);
+        const budgets = await budgetViews(deps.database.db, principal.accountId, { account: true, keyId: principal.keyId }, deps.billing.now());
         return {
           object: "account" as const, id: principal.accountId, key_prefix: principal.keyPrefix, balance: b.balance, held: b.held, available: b.available, currency: "micro-USD" as const,
           plan: principal.planId ?? null, budgets,

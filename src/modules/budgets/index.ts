@@ -42,6 +42,7 @@ export const budgetAdminRoutes = (deps: AppDeps) => {
   return new Elysia({ prefix: "/admin", tags: ["admin"] })
     .onBeforeHandle({ as: "local" }, ({ headers }) => checkAdmin(deps.config.adminToken, headers["authorization"]))
     .put("/accounts/:id/budgets", async ({ params, body }) => {
+      await engine.sync(); // the answer shows this instance's settlements
       const views = await setBudgets(db, { accountId: params.id, keyId: null }, body.budgets, engine.now());
       engine.windows.invalidate(params.id);
       return list(views);
@@ -60,6 +61,7 @@ export const budgetAdminRoutes = (deps: AppDeps) => {
     })
     .put("/keys/:id/budgets", async ({ params, body }) => {
       const key = await getKey(db, params.id);
+      await engine.sync();
       const views = await setBudgets(db, { accountId: key.accountId, keyId: key.id }, body.budgets, engine.now());
       engine.windows.invalidate(key.accountId);
       return list(views);
