@@ -1,6 +1,6 @@
 /**
  * Where the compiled binary's memory goes (issue 15 item 3) and what Postgres and Redis need beside
- * it (README "Running in production") — one command:
+ * it (docs/operations.md "Running in production") — one command:
  *
  *   bun bench/memory.ts [--runs 3] [--skip-parts] [--skip-services]
  *

@@ -7,6 +7,9 @@
  *   3. 1,000 jobs on a remote-like scripted plugin taking 2 s each (timer, no CPU), maxConcurrency 100:
  *      wall time vs the ideal 20 s, and the server's CPU time for it
  *   4. preview render of 5 s at 480x832 (bench/preview-render.ts)
+ *   5. /content of a 50 MB result kept in the S3 blob store (s3rver) while 20 clients download it
+ *      whole at once: server RSS growth (target ≤ 10 MB: streamed, never buffered whole)
+ * BENCH_ONLY=s3 runs section 5 alone.
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -14,11 +17,13 @@ import postgres from "postgres";
 import { createTestDatabase, dropDatabase } from "../test/support/harness.ts";
 import { pngBase64, scriptedEnv } from "../test/videos/support.ts";
 import { newClientOn, spawnServer, type ChildServer } from "../test/support/child-server.ts";
+import { startS3Emulator } from "../test/support/s3-emulator.ts";
 
 const SUBMITS = Number(process.env.BENCH_SUBMITS ?? 10_000);
 const JOBS = Number(process.env.BENCH_JOBS ?? 1_000);
 const IN_FLIGHT = 32;
 const IMG = pngBase64(64, 48);
+const ONLY = process.env.BENCH_ONLY ?? null;
 
 const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024;
 /** user+system CPU seconds of a process (clock ticks of 10 ms) */
@@ -28,9 +33,9 @@ const cpuSec = (pid: number) => {
 };
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))]!;
 
-async function withServer<T>(models: Parameters<typeof scriptedEnv>[0], run: (s: ChildServer, db: string) => Promise<T>): Promise<T> {
+async function withServer<T>(models: Parameters<typeof scriptedEnv>[0], run: (s: ChildServer, db: string) => Promise<T>, env: Record<string, string> = {}): Promise<T> {
   const databaseUrl = await createTestDatabase();
-  const s = await spawnServer({ DATABASE_URL: databaseUrl, REELAY_LOG_LEVEL: "error", REELAY_SCHEDULER_POLL_MS: "100", REELAY_RATE_RPM: "100000000", ...scriptedEnv(models) });
+  const s = await spawnServer({ DATABASE_URL: databaseUrl, REELAY_LOG_LEVEL: "error", REELAY_SCHEDULER_POLL_MS: "100", REELAY_RATE_RPM: "100000000", ...scriptedEnv(models), ...env });
   try {
     return await run(s, databaseUrl);
   } finally {
@@ -63,7 +68,7 @@ const rows: Array<[string, string]> = [];
 const log = (m: string) => console.error(`[bench] ${m}`);
 
 // 1 + 2: submits, RSS idle vs 10,000 queued
-await withServer([{ id: "parked", options: { durationMs: 3_600_000, maxConcurrency: 1 } }], async (s) => {
+if (!ONLY) await withServer([{ id: "parked", options: { durationMs: 3_600_000, maxConcurrency: 1 } }], async (s) => {
   const c = await newClientOn(s, 1e13, { concurrent_video_jobs: 1_000_000 });
   const many = await Promise.all(Array.from({ length: 8 }, () => newClientOn(s, 1e13, { concurrent_video_jobs: 1_000_000 })));
   log("warm-up");
@@ -83,7 +88,7 @@ await withServer([{ id: "parked", options: { durationMs: 3_600_000, maxConcurren
 });
 
 // 3: 1,000 two-second jobs with 100 in flight
-await withServer([{ id: "remote", options: { durationMs: 2_000, pollIntervalMs: 200, maxConcurrency: 100 } }], async (s, databaseUrl) => {
+if (!ONLY) await withServer([{ id: "remote", options: { durationMs: 2_000, pollIntervalMs: 200, maxConcurrency: 100 } }], async (s, databaseUrl) => {
   const c = await newClientOn(s, 1e13, { concurrent_video_jobs: 1_000_000 });
   const sql = postgres(databaseUrl, { max: 1, onnotice: () => {} });
   try {
@@ -106,9 +111,46 @@ await withServer([{ id: "remote", options: { durationMs: 2_000, pollIntervalMs: 
   }
 });
 
+// 5: a 50 MB result from the S3 store to 20 clients at once
+const RESULT_MB = 50;
+const DOWNLOADERS = 20;
+const s3 = await startS3Emulator();
+try {
+  await withServer([{ id: "big", options: { durationMs: 0, mp4Bytes: RESULT_MB * 1024 * 1024 } }], async (s) => {
+    const c = await newClientOn(s, 1e13, { concurrent_video_jobs: 100 });
+    const auth = { authorization: `Bearer ${c.key}` };
+    const sub = (await (await fetch(`${s.url}/v1/videos/generations`, { method: "POST", headers: { ...auth, "content-type": "application/json" }, body: JSON.stringify({ model: "big", prompt: "bench", image: IMG, seconds: 1 }) })).json()) as { id: string };
+    for (;;) {
+      const st = (await (await fetch(`${s.url}/v1/videos/${sub.id}`, { headers: auth })).json()) as { status: string };
+      if (st.status === "completed") break;
+      if (st.status === "failed") throw new Error("the 50 MB job failed");
+      await Bun.sleep(200);
+    }
+    // one download to warm up (connections, JIT), then settle
+    await (await fetch(`${s.url}/v1/videos/${sub.id}/content`, { headers: auth })).arrayBuffer();
+    await Bun.sleep(2_000);
+    const before = rssMb(s.pid);
+    let peak = before;
+    const sampler = setInterval(() => (peak = Math.max(peak, rssMb(s.pid))), 20);
+    const t0 = performance.now();
+    const got = await Promise.all(Array.from({ length: DOWNLOADERS }, async () => {
+      const res = await fetch(`${s.url}/v1/videos/${sub.id}/content`, { headers: auth });
+      let n = 0;
+      for await (const chunk of res.body!) n += chunk.byteLength;
+      return n;
+    }));
+    const seconds = (performance.now() - t0) / 1000;
+    clearInterval(sampler);
+    const ok = got.every((n) => n === RESULT_MB * 1024 * 1024);
+    rows.push([`/content of a ${RESULT_MB} MB result from S3 (s3rver), ${DOWNLOADERS} clients at once`, `${((RESULT_MB * DOWNLOADERS) / seconds).toFixed(0)} MB/s in ${seconds.toFixed(1)} s${ok ? "" : " (SHORT READS!)"}`]);
+    rows.push(["  server RSS before → peak during (target: growth ≤ 10 MB)", `${before.toFixed(0)} MB → ${peak.toFixed(0)} MB (+${(peak - before).toFixed(1)} MB)`]);
+  }, { ...s3.env, REELAY_LOG_LEVEL: "info" }); // the child-server harness waits for the "reelay listening" info line
+} finally {
+  await s3.close();
+}
+
 // 4: preview render
-const pr = Bun.spawnSync(["bun", join(import.meta.dir, "preview-render.ts")], { stdout: "pipe", stderr: "pipe" });
-const preview = pr.stdout.toString().trim();
+const preview = ONLY ? "(skipped: BENCH_ONLY)" : Bun.spawnSync(["bun", join(import.meta.dir, "preview-render.ts")], { stdout: "pipe", stderr: "pipe" }).stdout.toString().trim();
 
 const w = Math.max(...rows.map((r) => r[0].length));
 console.log(`\nvideo jobs benchmark (${new Date().toISOString()}, ${navigator.hardwareConcurrency} cores)\n`);

@@ -9,6 +9,7 @@ import type { AppDeps } from "./deps.ts";
 import { tooLarge } from "./errors.ts";
 import { docs } from "./http/docs.ts";
 import { cors } from "./http/cors.ts";
+import { anthropicErrorBody, anthropicStatus, speaksAnthropic } from "./http/anthropic-errors.ts";
 import { toApiError } from "./http/error-handler.ts";
 import { bodySchemaIndex, inputGuard } from "./http/input-guard.ts";
 import { jsonBody } from "./http/json-body.ts";
@@ -24,7 +25,9 @@ import { modelRoutes } from "./modules/models/index.ts";
 import { chatRoutes } from "./modules/chat/index.ts";
 import { completionsRoutes } from "./modules/completions/index.ts";
 import { responsesRoutes } from "./modules/responses/index.ts";
+import { messagesRoutes } from "./modules/messages/index.ts";
 import { embeddingsRoutes } from "./modules/embeddings/index.ts";
+import { FORM_ROUTES, openAiVideoRoutes } from "./modules/openai-videos/index.ts";
 import { videoRoutes } from "./modules/videos/index.ts";
 import { videoContentRoutes } from "./modules/videos/content.ts";
 import { videoEventRoutes } from "./modules/videos/events.ts";
@@ -49,13 +52,18 @@ export function createApp(deps: AppDeps) {
       const length = Number(request.headers.get("content-length") ?? 0);
       if (length > deps.config.maxBodyBytes) throw tooLarge(`Request body of ${length} bytes exceeds the limit of ${deps.config.maxBodyBytes} bytes.`);
     })
-    .use(jsonBody({ maxBytes: deps.config.maxBodyBytes, expectsBody: (method, route) => bodySchema(method, route) !== undefined }))
+    .use(jsonBody({ maxBytes: deps.config.maxBodyBytes, expectsBody: (method, route) => bodySchema(method, route) !== undefined, takesForm: (method, route) => FORM_ROUTES.has(`${method} ${route}`) }))
     .onError({ as: "global" }, ({ code, error, request, path, set }) => {
       const requestId = String(set.headers["x-request-id"] ?? "");
       const err = toApiError({ code, error, request, path, requestId }, methodsFor, deps.logger);
-      set.status = err.status;
       for (const [k, v] of Object.entries(err.headers ?? {})) set.headers[k] = v;
       set.headers["content-type"] = "application/json";
+      // the envelope of the API the client called: Anthropic's on its routes, OpenAI's everywhere else
+      if (speaksAnthropic(request, path)) {
+        set.status = anthropicStatus(err.status);
+        return JSON.stringify(anthropicErrorBody(err));
+      }
+      set.status = err.status;
       return JSON.stringify(err.toJSON());
     })
     .onAfterResponse({ as: "global" }, (ctx) => {
@@ -76,11 +84,13 @@ export function createApp(deps: AppDeps) {
     .use(consoleRoutes())
     .use(chatRoutes(deps))
     .use(responsesRoutes(deps))
+    .use(messagesRoutes(deps))
     .use(completionsRoutes(deps))
     .use(embeddingsRoutes(deps))
     .use(videoRoutes(deps))
     .use(videoContentRoutes(deps))
     .use(videoEventRoutes(deps))
+    .use(openAiVideoRoutes(deps))
     .use(webhookRoutes(deps))
     .use(webhookAdminRoutes(deps))
     .use(usageRoutes(deps));

@@ -22,6 +22,7 @@ import type { ModelRegistry } from "./registry/model-registry.ts";
 import { lockDataDir } from "./db/data-dir-lock.ts";
 import { noOps, type OpsParts } from "./ops/hooks.ts";
 import { createOps, type Ops } from "./ops/index.ts";
+import { createBlobStores } from "./blob-store/index.ts";
 import { videoBackgroundTasks } from "./modules/videos/index.ts";
 import { startupGate } from "./modules/health/startup-gate.ts";
 import { webhookBackgroundTasks } from "./modules/webhooks/index.ts";
@@ -75,7 +76,8 @@ export async function buildDeps(config: Config, logger: Logger = createLogger(co
     const plans = new PlanBook(database.db, config.plans.map((p) => ({ ...p, source: "file" as const })));
     await plans.refresh();
     const billing = new CreditEngine({ db: database.db, logger, config: config.billing, holdTtlMs: config.holdTtlMs, instanceId: config.instanceId, dataDir: config.dataDir, plans, clock });
-    return { config, database, registry, logger, auth, requestLimit, tokenBudget, telemetry, requestLog, metrics, readinessChecks, jobWatcher, billing };
+    const blobs = createBlobStores(config.blobStore, database.db);
+    return { config, database, registry, logger, auth, requestLimit, tokenBudget, telemetry, requestLog, metrics, readinessChecks, jobWatcher, billing, blobs };
   } catch (e) {
     await closeRegistry();
     await database.close();

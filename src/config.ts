@@ -9,6 +9,8 @@ import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import ipaddr from "ipaddr.js";
 import type { ModelPricing } from "./plugin-sdk/index.ts";
+// the SDK's own file, not its package: config is read before reelay listens, when no package may be loaded yet (test/architecture)
+import { isVideoSize, problemsWithPricing } from "../packages/plugin-sdk/src/pricing.ts";
 
 /** The credit engine's settings (billing/engine.ts), from REELAY_BILLING_* and REELAY_LEASE_* */
 export interface BillingConfig {
@@ -53,6 +55,12 @@ export interface ModelConfig {
   allowPrivateNetwork?: boolean;
   /** chat / embeddings: models tried in order when this one's upstreams all fail before any output (billed at the serving model's prices) */
   fallbacks?: string[];
+  /** video: narrows the sizes the plugin declares (each must be one of them) */
+  sizes?: string[];
+  /** video: narrows the clip lengths (whole seconds) the plugin declares */
+  seconds?: number[];
+  /** other names clients may ask for this model by (agents hard-code model names); usage rows and answers carry `id` */
+  aliases?: string[];
 }
 
 export interface RateLimitDefaults {
@@ -89,6 +97,8 @@ export interface Config {
   responsesStore: boolean;
   /** how long a stored response (and the conversation ending in it) is kept */
   responsesRetentionMs: number;
+  /** a Messages API stream (Anthropic's format) quiet this long gets a `ping` event, as Anthropic's own streams do */
+  streamPingMs: number;
   schedulerPollMs: number;
   schedulerLeaseMs: number;
   instanceId: string;
@@ -108,6 +118,28 @@ export interface Config {
   secretKey: string | null;
   webhooks: WebhookConfig;
   billing: BillingConfig;
+  /** where video results, thumbnails and uploaded images are kept (src/blob-store/) */
+  blobStore: BlobStoreConfig;
+}
+
+/** REELAY_BLOB_STORE and, for `s3`, REELAY_S3_* (AWS_* names are read as fallbacks) */
+export interface BlobStoreConfig {
+  kind: "postgres" | "s3";
+  s3: S3Config | null;
+  /** > 0: /content answers a 302 to a presigned URL valid this long (s3 only); 0: reelay streams the bytes */
+  presignSeconds: number;
+}
+
+export interface S3Config {
+  bucket: string;
+  /** e.g. https://s3.eu-west-1.amazonaws.com, https://<account>.r2.cloudflarestorage.com, http://minio:9000 */
+  endpoint: string | null;
+  region: string | null;
+  accessKeyId: string | null;
+  secretAccessKey: string | null;
+  sessionToken: string | null;
+  /** bucket in the host name (AWS style) instead of the path (MinIO and most emulators) */
+  virtualHostedStyle: boolean;
 }
 
 export interface WebhookConfig {
@@ -202,6 +234,7 @@ export function loadConfig(env: Env = process.env): Config {
     videoRetentionMs: int(env, "REELAY_VIDEO_RETENTION_SECONDS", 1800, 1) * 1000,
     responsesStore: bool(env, "REELAY_RESPONSES_STORE", true),
     responsesRetentionMs: int(env, "REELAY_RESPONSES_RETENTION_SECONDS", 30 * 86_400, 1, 365 * 86_400) * 1000,
+    streamPingMs: int(env, "REELAY_STREAM_PING_MS", 10_000, 100, 600_000),
     schedulerPollMs: int(env, "REELAY_SCHEDULER_POLL_MS", 500, 10, 60_000),
     schedulerLeaseMs: int(env, "REELAY_SCHEDULER_LEASE_MS", 30_000, 1000, 3_600_000),
     instanceId: str(env, "REELAY_INSTANCE_ID") ?? `${process.pid}-${crypto.randomUUID().slice(0, 8)}`,
@@ -235,6 +268,36 @@ export function loadConfig(env: Env = process.env): Config {
       offlineMs: int(env, "REELAY_BILLING_OFFLINE_MS", 5_000, 0, 600_000),
       reclaimWaitMs: int(env, "REELAY_BILLING_RECLAIM_MS", 500, 0, 10_000),
       journal: bool(env, "REELAY_BILLING_JOURNAL", true),
+    },
+    blobStore: blobStore(env),
+  };
+}
+
+function blobStore(env: Env): BlobStoreConfig {
+  const kind = str(env, "REELAY_BLOB_STORE") ?? "postgres";
+  if (kind !== "postgres" && kind !== "s3") throw new ConfigError("REELAY_BLOB_STORE", `must be postgres or s3, got "${kind}"`);
+  const presignSeconds = int(env, "REELAY_S3_PRESIGN_SECONDS", 0, 0, 7 * 86_400);
+  if (kind === "postgres") {
+    if (presignSeconds > 0) throw new ConfigError("REELAY_S3_PRESIGN_SECONDS", "presigned redirects need REELAY_BLOB_STORE=s3");
+    return { kind, s3: null, presignSeconds: 0 };
+  }
+  const pick = (...keys: string[]) => keys.map((k) => str(env, k)).find((v) => v !== null) ?? null;
+  const bucket = pick("REELAY_S3_BUCKET", "S3_BUCKET", "AWS_BUCKET");
+  if (!bucket) throw new ConfigError("REELAY_S3_BUCKET", "REELAY_BLOB_STORE=s3 needs a bucket name");
+  const endpoint = pick("REELAY_S3_ENDPOINT", "S3_ENDPOINT", "AWS_ENDPOINT");
+  if (endpoint && !/^https?:\/\//.test(endpoint)) throw new ConfigError("REELAY_S3_ENDPOINT", "must be an http or https URL");
+  return {
+    kind,
+    presignSeconds,
+    s3: {
+      bucket,
+      endpoint,
+      region: pick("REELAY_S3_REGION", "S3_REGION", "AWS_REGION"),
+      accessKeyId: pick("REELAY_S3_ACCESS_KEY_ID", "S3_ACCESS_KEY_ID", "AWS_ACCESS_KEY_ID"),
+      secretAccessKey: pick("REELAY_S3_SECRET_ACCESS_KEY", "S3_SECRET_ACCESS_KEY", "AWS_SECRET_ACCESS_KEY"),
+      sessionToken: pick("REELAY_S3_SESSION_TOKEN", "S3_SESSION_TOKEN", "AWS_SESSION_TOKEN"),
+      // path style unless told otherwise: what MinIO, R2 and emulators take; AWS takes both
+      virtualHostedStyle: !bool(env, "REELAY_S3_PATH_STYLE", true),
     },
   };
 }
@@ -278,7 +341,8 @@ function cidrs(env: Env, key: string): string[] {
   });
 }
 
-const PRICE_KEYS = ["inputPerMillion", "outputPerMillion", "perSecond"] as const;
+/** a model id or alias: what a client types as `model` */
+const MODEL_ID = /^[A-Za-z0-9][\w.:/-]{0,127}$/;
 
 export interface ModelsFile {
   models: ModelConfig[];
@@ -348,12 +412,9 @@ export function parsePlans(list: unknown): PlanConfig[] {
       if (!o.models || typeof o.models !== "object" || Array.isArray(o.models)) throw new ConfigError(at("models"), "expected model id → prices");
       for (const [id, prices] of Object.entries(o.models)) {
         if (!prices || typeof prices !== "object" || Array.isArray(prices)) throw new ConfigError(at(`models.${id}`), "expected prices");
-        const out: ModelPricing = {};
-        for (const [k, v] of Object.entries(prices)) {
-          if (!(PRICE_KEYS as readonly string[]).includes(k)) throw new ConfigError(at(`models.${id}.${k}`), `unknown price; expected one of ${PRICE_KEYS.join(", ")}`);
-          if (!Number.isSafeInteger(v) || (v as number) < 0) throw new ConfigError(at(`models.${id}.${k}`), "must be a non-negative integer (micro-dollars)");
-          out[k as keyof ModelPricing] = v as number;
-        }
+        const [problem] = problemsWithPricing(prices, at(`models.${id}`));
+        if (problem) throw new ConfigError(at(`models.${id}`), problem);
+        const out = { ...(prices as ModelPricing) };
         models[id] = out;
       }
     }
@@ -365,26 +426,29 @@ export function parseModels(doc: unknown): ModelConfig[] {
   const list = (doc as { models?: unknown })?.models;
   if (!Array.isArray(list)) throw new ConfigError("models", "expected a list under the top-level key `models`");
   const seen = new Set<string>();
-  return list.map((m, i) => {
+  const models = list.map((m, i): ModelConfig => {
     const at = (k: string) => `models[${i}]${k ? "." + k : ""}`;
     if (!m || typeof m !== "object") throw new ConfigError(at(""), "expected an object");
     const o = m as Record<string, unknown>;
     for (const k of Object.keys(o)) {
-      if (!["id", "plugin", "options", "pricing", "maxOutputTokens", "contextLength", "ownedBy", "description", "allowPrivateNetwork", "fallbacks"].includes(k)) throw new ConfigError(at(k), "unknown key");
+      if (!["id", "plugin", "options", "pricing", "maxOutputTokens", "contextLength", "ownedBy", "description", "allowPrivateNetwork", "fallbacks", "sizes", "seconds", "aliases"].includes(k)) throw new ConfigError(at(k), "unknown key");
     }
-    if (typeof o.id !== "string" || !/^[A-Za-z0-9][\w.:/-]{0,127}$/.test(o.id)) throw new ConfigError(at("id"), "expected a model id (letters, digits, . _ : / -)");
+    if (typeof o.id !== "string" || !MODEL_ID.test(o.id)) throw new ConfigError(at("id"), "expected a model id (letters, digits, . _ : / -)");
     if (seen.has(o.id)) throw new ConfigError(at("id"), `duplicate model id "${o.id}"`);
     seen.add(o.id);
     if (typeof o.plugin !== "string" || !o.plugin) throw new ConfigError(at("plugin"), "expected a plugin name");
     if (o.options !== undefined && (typeof o.options !== "object" || o.options === null || Array.isArray(o.options))) throw new ConfigError(at("options"), "expected an object");
-    const pricing: ModelPricing = {};
-    if (o.pricing !== undefined) {
-      if (typeof o.pricing !== "object" || o.pricing === null) throw new ConfigError(at("pricing"), "expected an object");
-      for (const [k, v] of Object.entries(o.pricing)) {
-        if (!(PRICE_KEYS as readonly string[]).includes(k)) throw new ConfigError(at(`pricing.${k}`), `unknown price; expected one of ${PRICE_KEYS.join(", ")}`);
-        if (!Number.isSafeInteger(v) || (v as number) < 0) throw new ConfigError(at(`pricing.${k}`), "must be a non-negative integer (micro-dollars)");
-        pricing[k as keyof ModelPricing] = v as number;
-      }
+    const [priceProblem] = problemsWithPricing(o.pricing ?? {}, at("pricing"));
+    if (priceProblem) {
+      const [key, ...rest] = priceProblem.split(": ");
+      throw new ConfigError(rest.length ? key! : at("pricing"), rest.length ? rest.join(": ") : priceProblem);
+    }
+    const pricing = { ...((o.pricing as ModelPricing | undefined) ?? {}) };
+    if (o.sizes !== undefined && (!Array.isArray(o.sizes) || o.sizes.length === 0 || o.sizes.some((v) => !isVideoSize(v)))) {
+      throw new ConfigError(at("sizes"), 'expected a list of sizes like "1280x720" (even numbers from 16 to 4096)');
+    }
+    if (o.seconds !== undefined && (!Array.isArray(o.seconds) || o.seconds.length === 0 || o.seconds.some((v) => !Number.isSafeInteger(v) || v < 1))) {
+      throw new ConfigError(at("seconds"), "expected a list of whole seconds (positive integers)");
     }
     for (const k of ["maxOutputTokens", "contextLength"] as const) {
       if (o[k] !== undefined && (!Number.isSafeInteger(o[k]) || (o[k] as number) <= 0)) throw new ConfigError(at(k), "must be a positive integer");
@@ -392,6 +456,9 @@ export function parseModels(doc: unknown): ModelConfig[] {
     if (o.allowPrivateNetwork !== undefined && typeof o.allowPrivateNetwork !== "boolean") throw new ConfigError(at("allowPrivateNetwork"), "expected true or false");
     if (o.fallbacks !== undefined && (!Array.isArray(o.fallbacks) || o.fallbacks.some((f) => typeof f !== "string" || !f) || new Set(o.fallbacks).size !== o.fallbacks.length)) {
       throw new ConfigError(at("fallbacks"), "expected a list of distinct model ids");
+    }
+    if (o.aliases !== undefined && (!Array.isArray(o.aliases) || o.aliases.some((a) => typeof a !== "string" || !MODEL_ID.test(a)) || new Set(o.aliases).size !== o.aliases.length)) {
+      throw new ConfigError(at("aliases"), "expected a list of distinct model names (letters, digits, . _ : / -)");
     }
     return {
       id: o.id,
@@ -404,8 +471,30 @@ export function parseModels(doc: unknown): ModelConfig[] {
       description: typeof o.description === "string" ? o.description : undefined,
       allowPrivateNetwork: o.allowPrivateNetwork === true ? true : undefined,
       ...(Array.isArray(o.fallbacks) && o.fallbacks.length ? { fallbacks: o.fallbacks as string[] } : {}),
+      ...(o.sizes ? { sizes: o.sizes as string[] } : {}),
+      ...(o.seconds ? { seconds: o.seconds as number[] } : {}),
+      ...(Array.isArray(o.aliases) && o.aliases.length ? { aliases: o.aliases as string[] } : {}),
     };
   });
+  checkModelNames(models);
+  return models;
+}
+
+/**
+ * Every name a client may ask for (ids and aliases) names one model: a second use is refused at
+ * boot, naming both places, never resolved by order. Also run on the final list (built-in and
+ * external plugins' models included) by the registry.
+ */
+export function checkModelNames(models: Array<Pick<ModelConfig, "id" | "aliases">>, where = (i: number) => `models[${i}]`): void {
+  const owner = new Map<string, string>();
+  for (const [i, m] of models.entries()) owner.set(m.id, `the id of ${where(i)} ("${m.id}")`);
+  for (const [i, m] of models.entries()) {
+    for (const alias of m.aliases ?? []) {
+      const taken = owner.get(alias);
+      if (taken) throw new ConfigError(`${where(i)}.aliases`, `"${alias}" (an alias of model "${m.id}") is already ${taken}; a name may belong to one model only`);
+      owner.set(alias, `an alias of ${where(i)} (model "${m.id}")`);
+    }
+  }
 }
 
 /** `*`: any origin; a list of origins; null: no CORS headers (http/cors.ts applies it). */

@@ -1,3 +1,4 @@
+import type { BlobStores } from "./blob-store/index.ts";
 import type { KeyAuthenticator } from "./auth/authenticate-key.ts";
 import type { CreditEngine } from "./billing/engine.ts";
 import type { Config } from "./config.ts";
@@ -22,4 +23,6 @@ export interface AppDeps extends OpsParts {
   jobWatcher: JobWatcher;
   /** approves and settles requests' credits (src/billing/engine.ts) */
   billing: CreditEngine;
+  /** where video results, thumbnails and source images live (REELAY_BLOB_STORE) */
+  blobs: BlobStores;
 }

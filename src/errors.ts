@@ -1,7 +1,8 @@
 /**
  * The one error type of the HTTP surface. Everything a client sees as an error is an ApiError,
- * rendered into the OpenAI envelope by its `toJSON()` in the app's one error hook (app.ts, which
- * turns anything thrown into an ApiError with http/error-handler.ts); nothing else builds error bodies.
+ * rendered in the app's one error hook (app.ts, which turns anything thrown into an ApiError with
+ * http/error-handler.ts): into the OpenAI envelope by its `toJSON()`, or on the routes of
+ * Anthropic's API into Anthropic's (http/anthropic-errors.ts); nothing else builds error bodies.
  */
 export type ErrorType =
   | "invalid_request_error"

@@ -24,7 +24,7 @@ usage: reelay [command]
 ${Object.values(COMMANDS).map((c) => "  " + c.usage).join("\n")}
   help                  this text
 
-Money is in integer micro-dollars (1 USD = 1000000). Configuration: environment variables (see README).`;
+Money is in integer micro-dollars (1 USD = 1000000). Configuration: environment variables (see docs/configuration.md).`;
 };
 
 async function main(argv: string[]): Promise<number> {

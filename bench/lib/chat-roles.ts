@@ -2,22 +2,33 @@
  * The processes bench/chat-proxy.ts starts next to reelay, one role each:
  *   bun bench/lib/chat-roles.ts upstream <port>           a fast fake OpenAI-compatible upstream
  *   bun bench/lib/chat-roles.ts proxy <port> <target>     the minimal Bun.serve + fetch proxy
- *   bun bench/lib/chat-roles.ts ttfb <url> <keys> <n> <s> n loops of streamed requests, prints TTFB
- *   bun bench/lib/chat-roles.ts ttfb-rate <url> <keys> <r> <s> r streams a second (open loop), prints TTFB
+ *   bun bench/lib/chat-roles.ts ttfb <url> <keys> <n> <s> [api] n loops of streamed requests, prints TTFB
+ *   bun bench/lib/chat-roles.ts ttfb-rate <url> <keys> <r> <s> [api] r streams a second (open loop), prints TTFB
+ * (api: `chat`, the default, streams BODY's chat request; `messages` the same request in Anthropic's
+ * Messages API, key in x-api-key, for bench/messages.ts)
  * upstream and proxy print "ready" once listening.
  */
 export const messages = [{ role: "user", content: "Name three colours." }];
 export const BODY = JSON.stringify({ model: "bench-chat", messages, max_tokens: 16 });
 export const STREAM_BODY = JSON.stringify({ model: "bench-chat", messages, max_tokens: 16, stream: true });
+/** the same request in Anthropic's Messages API (bench/messages.ts) */
+export const MESSAGES_BODY = JSON.stringify({ model: "bench-chat", messages, max_tokens: 16 });
+export const MESSAGES_STREAM_BODY = JSON.stringify({ model: "bench-chat", messages, max_tokens: 16, stream: true });
+type Api = "chat" | "messages";
+const streamRequest = (api: Api, key: string): { headers: Record<string, string>; body: string } =>
+  api === "messages"
+    ? { headers: { "content-type": "application/json", "x-api-key": key, "anthropic-version": "2023-06-01" }, body: MESSAGES_STREAM_BODY }
+    : { headers: { "content-type": "application/json", authorization: `Bearer ${key}` }, body: STREAM_BODY };
 
 if (import.meta.main) {
   // exit (rather than die) on a signal, so `bun --cpu-prof` writes the role's profile
   for (const signal of ["SIGTERM", "SIGINT"] as const) process.on(signal, () => process.exit(0));
-  const [role, a, b, c, d] = process.argv.slice(2);
+  const [role, a, b, c, d, e] = process.argv.slice(2);
+  const api = (e ?? "chat") as Api;
   if (role === "upstream") upstream(Number(a));
   else if (role === "proxy") proxy(Number(a), b!);
-  else if (role === "ttfb") await ttfb(a!, b!, Number(c), Number(d));
-  else if (role === "ttfb-rate") await ttfbAtRate(a!, b!, Number(c), Number(d));
+  else if (role === "ttfb") await ttfb(a!, b!, Number(c), Number(d), api);
+  else if (role === "ttfb-rate") await ttfbAtRate(a!, b!, Number(c), Number(d), api);
   else throw new Error(`unknown role ${role}`);
 }
 
@@ -61,9 +72,9 @@ function proxy(port: number, target: string) {
 }
 
 /** One streamed request read to its end; returns the time to its first byte (ms). */
-async function oneStream(url: string, key: string): Promise<number> {
+async function oneStream(url: string, key: string, api: Api): Promise<number> {
   const t0 = performance.now();
-  const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${key}` }, body: STREAM_BODY });
+  const res = await fetch(url, { method: "POST", ...streamRequest(api, key) });
   const reader = res.body!.getReader();
   const first = await reader.read();
   const ms = performance.now() - t0;
@@ -82,7 +93,7 @@ function report(samples: number[]) {
  * Streams started at a steady `rate` per second whatever the answers (open loop), for `seconds`:
  * the first-byte time of a server that is not saturated, so no stream queues behind another.
  */
-async function ttfbAtRate(url: string, keyList: string, rate: number, seconds: number) {
+async function ttfbAtRate(url: string, keyList: string, rate: number, seconds: number, api: Api) {
   const keys = keyList.split(",");
   const samples: number[] = [];
   const running: Promise<void>[] = [];
@@ -90,19 +101,19 @@ async function ttfbAtRate(url: string, keyList: string, rate: number, seconds: n
   for (let i = 0; i < rate * seconds; i++) {
     const due = start + (i * 1000) / rate;
     if (due > performance.now()) await Bun.sleep(due - performance.now());
-    running.push(oneStream(url, keys[i % keys.length]!).then((ms) => void samples.push(ms)));
+    running.push(oneStream(url, keys[i % keys.length]!, api).then((ms) => void samples.push(ms)));
   }
   await Promise.all(running);
   report(samples);
 }
 
 /** `concurrency` loops of streamed requests for `seconds`; prints {n, p50, p99} of the time to first byte (ms). */
-async function ttfb(url: string, keyList: string, concurrency: number, seconds: number) {
+async function ttfb(url: string, keyList: string, concurrency: number, seconds: number, api: Api) {
   const samples: number[] = [];
   const until = performance.now() + seconds * 1000;
   const keys = keyList.split(",");
   await Promise.all(Array.from({ length: concurrency }, async (_, i) => {
-    while (performance.now() < until) samples.push(await oneStream(url, keys[i % keys.length]!));
+    while (performance.now() < until) samples.push(await oneStream(url, keys[i % keys.length]!, api));
   }));
   report(samples);
 }

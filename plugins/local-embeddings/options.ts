@@ -1,7 +1,7 @@
 /** Per-model options of local-embeddings: a schema the host validates at boot; defaults chosen by measurement. */
 import { Type, type Static } from "@reelay/plugin-sdk";
 
-/** Chosen by measurement (bench/embeddings.ts; README "Embeddings"). */
+/** Chosen by measurement (bench/embeddings.ts; docs/providers.md "Embeddings"). */
 export const DEFAULTS = {
   backend: "auto" as const,
   batchWindowMs: 3,

@@ -20,6 +20,10 @@ import { JobTable } from "./job-table.ts";
 import { parseOptions, PreviewOptions } from "./options.ts";
 
 export const FPS = 16;
+/** the first API's three sizes and OpenAI's Videos API's four: any even size renders, these are the ones offered */
+export const SIZES = ["480x832", "832x480", "624x624", "720x1280", "1280x720", "1024x1792", "1792x1024"] as const;
+/** 1 to 12 s: OpenAI's 4, 8 and 12 included */
+export const SECONDS = Array.from({ length: 12 }, (_, i) => i + 1);
 
 export default definePlugin({
   name: "preview-video",
@@ -93,6 +97,8 @@ export function createPreviewRenderer(opts: PreviewOptions, ctx: Pick<PluginCont
       // the host refuses submits (503) past this many jobs waiting for a slot
       maxQueued: opts.maxQueued,
       pollIntervalMs: 500,
+      sizes: SIZES,
+      seconds: SECONDS,
       async submit(req) {
         validateRequest(req);
         if (waiting.length >= opts.maxQueued) {
@@ -129,8 +135,8 @@ function validateRequest(req: VideoRequest): void {
   if (!even(req.width) || !even(req.height)) {
     throw new PluginError("invalid_request", `size ${req.width}x${req.height} must be even, 16..4096`, { param: "size" });
   }
-  if (!Number.isInteger(req.seconds) || req.seconds < 1 || req.seconds > 10) {
-    throw new PluginError("invalid_request", "seconds must be an integer 1..10", { param: "seconds" });
+  if (!Number.isInteger(req.seconds) || req.seconds < 1 || req.seconds > SECONDS.length) {
+    throw new PluginError("invalid_request", `seconds must be an integer 1..${SECONDS.length}`, { param: "seconds" });
   }
 }
 

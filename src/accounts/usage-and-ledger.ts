@@ -34,6 +34,7 @@ export async function listUsage(tx: Tx, accountId: string, page: Page) {
     reported_tokens: r.reportedTokens,
     token_source: r.tokenSource,
     seconds: r.seconds,
+    price_basis: r.priceBasis,
     cost: r.cost,
     status: r.status,
     disconnected: r.disconnected,

@@ -37,15 +37,29 @@ export class KeyAuthenticator {
 
   constructor(private db: Db, private cacheMs: number, private onError: (err: unknown) => void = () => {}) {}
 
-  /** The principal of a request (its Authorization header); requireKey asks once per request. */
-  authenticateRequest(request: Request): Promise<Principal> {
-    return this.authenticate(request.headers.get("authorization"));
+  /**
+   * The principal of a request; requireKey asks once per request. The key is read from
+   * `Authorization: Bearer <key>`, or, where `xApiKey` (Anthropic's convention: its SDK and Claude
+   * Code send only that header), from `x-api-key: <key>`, which wins when both are sent.
+   */
+  authenticateRequest(request: Request, opts: { xApiKey?: boolean } = {}): Promise<Principal> {
+    const authorization = request.headers.get("authorization");
+    if (!opts.xApiKey) return this.authenticate(authorization);
+    const apiKey = request.headers.get("x-api-key");
+    if (apiKey !== null) return this.authenticateKey(apiKey.trim());
+    if (authorization !== null) return this.authenticate(authorization);
+    throw unauthorized("Missing API key: send 'x-api-key: <API key>' (or 'Authorization: Bearer <API key>').");
   }
 
   /** Resolve an Authorization header to a principal, or throw 401. */
-  async authenticate(authorization: string | null | undefined): Promise<Principal> {
+  authenticate(authorization: string | null | undefined): Promise<Principal> {
     const key = parseBearer(authorization);
     if (!key) throw unauthorized(authorization ? "Invalid Authorization header: expected 'Bearer <API key>'." : "Missing API key: send 'Authorization: Bearer <API key>'.");
+    return this.authenticateKey(key);
+  }
+
+  /** Resolve an API key to a principal, or throw 401. */
+  async authenticateKey(key: string): Promise<Principal> {
     if (!key.startsWith(KEY_PREFIX) || key.length > 200) throw unauthorized();
     const hash = hashKey(key);
     const now = Date.now();

@@ -18,7 +18,7 @@
 export { accountNotFound, adjust, clientBalance, getBalance, grant, leasedIdle, type Balance, type OperatorBalance } from "./credits.ts";
 export { hold, sweepExpiredHolds, type Hold } from "./exact-holds.ts";
 export { settleBatch, settleOne, type Settlement, type SettlementResult, type SingleSettlement } from "./settle-batch.ts";
-export { effectiveRate, priceOf, type BillableUsage, type EffectivePricing } from "./price.ts";
+export { effectiveRate, effectiveSizeRates, priceOf, videoRate, type BillableUsage, type EffectivePricing } from "./price.ts";
 export { applyPlan, PlanBook, pricingFacts, type PricePlan } from "./plans.ts";
 export { budgetViews, setBudgets, type BudgetSpec, type BudgetView } from "./budgets.ts";
 export { budgetExceeded, StaleBudgets } from "./budget-refusal.ts";

@@ -16,7 +16,7 @@ import { query, type Tx } from "../db/index.ts";
 import type { Telemetry } from "../ops/hooks.ts";
 import { settlementOf } from "./charge.ts";
 import { hold, type HoldWindows } from "./exact-holds.ts";
-import { priceOf, type EffectivePricing } from "./price.ts";
+import { priceOf, videoRate, type EffectivePricing } from "./price.ts";
 import { settleOne } from "./settle-batch.ts";
 
 export interface JobChargeSpec {
@@ -27,35 +27,40 @@ export interface JobChargeSpec {
   model: string;
   plugin: string | null;
   seconds: number;
+  /** output size ("1280x720"): picks the per-second price when the model prices sizes */
+  size: string;
   /** the model's prices as the account pays them (applyPlan) */
   pricing: EffectivePricing;
+  /** which price applied (videoRate's basis), for the usage row; fixed at submit */
+  priceBasis?: string | null;
 }
 
 /**
- * Hold price/s × seconds for the job, in the account and in the budget windows it counts in
- * (`budget`: the key's and the account's for this model, from the engine's `windows.holdWindows`).
- * 402 insufficient_quota or budget_exceeded when it cannot; StaleBudgets when the budgets changed
- * since `budget` was read (read them again and retry). Returns the hold id.
+ * Hold price/s (at the job's size) × seconds for the job, in the account and in the budget windows
+ * it counts in (`budget`: the key's and the account's for this model, from the engine's
+ * `windows.holdWindows`). 402 insufficient_quota or budget_exceeded when it cannot; StaleBudgets
+ * when the budgets changed since `budget` was read (read them again and retry).
  */
-export async function openJobCharge(tx: Tx, j: Omit<JobChargeSpec, "keyId" | "plugin"> & { budget?: HoldWindows | null }): Promise<string> {
-  const amount = priceOf(j.pricing, { seconds: j.seconds });
-  const h = await hold(tx, { accountId: j.accountId, amount, ref: j.jobId, reason: `video ${j.jobId}: ${j.model}, ${j.seconds} s`, expiresAt: null, budget: j.budget ?? null });
+export async function openJobCharge(tx: Tx, j: Omit<JobChargeSpec, "keyId" | "plugin" | "priceBasis"> & { budget?: HoldWindows | null }): Promise<{ holdId: string; priceBasis: string }> {
+  const amount = priceOf(j.pricing, { seconds: j.seconds, size: j.size });
+  const h = await hold(tx, { accountId: j.accountId, amount, ref: j.jobId, reason: `video ${j.jobId}: ${j.model}, ${j.seconds} s at ${j.size}`, expiresAt: null, budget: j.budget ?? null });
+  // a plan's prices go with the hold: the job's usage row records them when it settles, maybe on another instance
   if (j.pricing.plan) await query(tx, sql`UPDATE holds SET pricing = ${JSON.stringify(j.pricing)} WHERE id = ${h.id}`);
-  return h.id;
+  return { holdId: h.id, priceBasis: videoRate(j.pricing, j.size).basis };
 }
 
 /** The job's charge, reopened from its durable hold (null: a job submitted without one). */
-export function jobCharge(deps: { telemetry: Telemetry }, spec: Omit<JobChargeSpec, "pricing"> & { holdId: string | null; createdAt: Date }): JobCharge {
+export function jobCharge(deps: { telemetry: Telemetry }, spec: Omit<JobChargeSpec, "pricing" | "size"> & { holdId: string | null; createdAt: Date }): JobCharge {
   return new JobCharge(deps, spec);
 }
 
 export class JobCharge {
   private charged: number | null = null;
 
-  constructor(private readonly deps: { telemetry: Telemetry }, readonly spec: Omit<JobChargeSpec, "pricing"> & { holdId: string | null; createdAt: Date }) {}
+  constructor(private readonly deps: { telemetry: Telemetry }, readonly spec: Omit<JobChargeSpec, "pricing" | "size"> & { holdId: string | null; createdAt: Date }) {}
 
   /**
-   * Completed: charge exactly what was held (price/s × the requested seconds, fixed at submit), in
+   * Completed: charge exactly what was held (price/s at the size × the requested seconds, fixed at submit), in
    * `tx`. Returns the charge (0 when the job had already been settled or released: nothing happens).
    */
   async settle(tx: Tx): Promise<number> {
@@ -63,7 +68,9 @@ export class JobCharge {
     const h = s.holdId ? (await query<{ amount: number; pricing: string | null }>(tx, sql`SELECT amount::float8 AS amount, pricing FROM holds WHERE id = ${s.holdId}`))[0] : undefined;
     const held = Number(h?.amount ?? 0);
     const pricing = h?.pricing ? (JSON.parse(h.pricing) as EffectivePricing) : null;
-    const r = await settleOne(tx, { holdId: s.holdId, cover: 0, ...settlementOf(this.row(), "settle", held, { status: 200 }, { seconds: s.seconds }, this.latency(), pricing) });
+    const settlement = settlementOf(this.row(), "settle", held, { status: 200 }, { seconds: s.seconds }, this.latency(), pricing);
+    settlement.usage.priceBasis = s.priceBasis ?? null;
+    const r = await settleOne(tx, { holdId: s.holdId, cover: 0, ...settlement });
     this.charged = r.charged;
     return r.charged;
   }
@@ -71,7 +78,9 @@ export class JobCharge {
   /** Failed or cancelled: charge nothing, give the hold back, in `tx`. */
   async release(tx: Tx, o: { status: number; errorCode: string }): Promise<void> {
     const s = this.spec;
-    await settleOne(tx, { holdId: s.holdId, cover: 0, ...settlementOf(this.row(), "release", 0, o, { seconds: s.seconds }, this.latency()) });
+    const settlement = settlementOf(this.row(), "release", 0, o, { seconds: s.seconds }, this.latency());
+    settlement.usage.priceBasis = s.priceBasis ?? null;
+    await settleOne(tx, { holdId: s.holdId, cover: 0, ...settlement });
   }
 
   /** After the transaction committed: the metrics of what was charged (nothing for a release). */

@@ -13,9 +13,10 @@
 import { sql } from "drizzle-orm";
 import { query, type Db, type Tx } from "../db/index.ts";
 import { ApiError } from "../errors.ts";
-import type { ModelPricing } from "../plugin-sdk/index.ts";
+import { problemsWithPricing, type ModelPricing } from "../plugin-sdk/index.ts";
 import type { EffectivePricing } from "./price.ts";
 
+/** the scalar prices a usage row records (per-size video prices are recorded through the price basis) */
 export const PRICE_KEYS = ["inputPerMillion", "outputPerMillion", "perSecond"] as const satisfies ReadonlyArray<keyof ModelPricing>;
 /** −100 % (free) to +1,000 %, in basis points of a percent */
 export const MIN_ADJUSTMENT_BP = -10_000;
@@ -45,7 +46,7 @@ export function pricingFacts(p: EffectivePricing): { plan: string | null; pricin
   if (!p.plan) return { plan: null, pricing: null };
   const rates: Record<string, number> = {};
   for (const k of PRICE_KEYS) if (p[k] !== undefined) rates[k] = p[k]!;
-  return { plan: p.plan, pricing: JSON.stringify({ ...rates, adjustmentBp: p.adjustmentBp ?? 0, overridden: p.overridden ?? [] }) };
+  return { plan: p.plan, pricing: JSON.stringify({ ...rates, ...(p.perSecondBySize ? { perSecondBySize: p.perSecondBySize } : {}), adjustmentBp: p.adjustmentBp ?? 0, overridden: p.overridden ?? [] }) };
 }
 
 /** Check a plan's fields (models file or admin API); throws a message naming the field. */
@@ -55,11 +56,8 @@ export function checkPlan(p: { id: unknown; adjustmentBp: unknown; models: unkno
   if (!Number.isSafeInteger(p.adjustmentBp) || (p.adjustmentBp as number) < MIN_ADJUSTMENT_BP || (p.adjustmentBp as number) > MAX_ADJUSTMENT_BP) throw bad("adjustment_percent", "expected a percentage from -100 to 1000 with at most two decimals");
   if (!p.models || typeof p.models !== "object" || Array.isArray(p.models)) throw bad("models", "expected an object of model id → prices");
   for (const [model, prices] of Object.entries(p.models)) {
-    if (!prices || typeof prices !== "object" || Array.isArray(prices)) throw bad(`models.${model}`, "expected prices");
-    for (const [k, v] of Object.entries(prices)) {
-      if (!(PRICE_KEYS as readonly string[]).includes(k)) throw bad(`models.${model}.${k}`, `unknown price; expected one of ${PRICE_KEYS.join(", ")}`);
-      if (!Number.isSafeInteger(v) || (v as number) < 0) throw bad(`models.${model}.${k}`, "must be a non-negative integer (micro-dollars)");
-    }
+    const [problem] = problemsWithPricing(prices, `models.${model}`);
+    if (problem) throw bad(`models.${model}`, problem);
   }
 }
 

@@ -15,7 +15,11 @@ import m0004 from "../../drizzle/0004_billing_engine_leases.sql" with { type: "t
 // @ts-ignore: text import
 import m0005 from "../../drizzle/0005_responses_and_usage_route.sql" with { type: "text" };
 // @ts-ignore: text import
-import m0006 from "../../drizzle/0006_budgets_and_plans.sql" with { type: "text" };
+import m0006 from "../../drizzle/0006_blob_store_and_video_api.sql" with { type: "text" };
+// @ts-ignore: text import
+import m0007 from "../../drizzle/0007_video_bytes_in_blob_store.sql" with { type: "text" };
+// @ts-ignore: text import
+import m0008 from "../../drizzle/0008_budgets_and_plans.sql" with { type: "text" };
 
 export const MIGRATIONS: Array<{ name: string; sql: string }> = [
   { name: "0000_init", sql: m0000 as unknown as string },
@@ -24,7 +28,9 @@ export const MIGRATIONS: Array<{ name: string; sql: string }> = [
   { name: "0003_webhooks", sql: m0003 as unknown as string },
   { name: "0004_billing_engine_leases", sql: m0004 as unknown as string },
   { name: "0005_responses_and_usage_route", sql: m0005 as unknown as string },
-  { name: "0006_budgets_and_plans", sql: m0006 as unknown as string },
+  { name: "0006_blob_store_and_video_api", sql: m0006 as unknown as string },
+  { name: "0007_video_bytes_in_blob_store", sql: m0007 as unknown as string },
+  { name: "0008_budgets_and_plans", sql: m0008 as unknown as string },
 ];
 
 export function splitStatements(sqlText: string): string[] {

@@ -12,7 +12,7 @@ import type { CorsOrigins } from "../config.ts";
 
 
 /** Headers every answer to a cross-origin request carries; the browser hides the others from scripts. */
-const EXPOSED = "x-request-id, retry-after, x-ratelimit-limit-requests, x-ratelimit-remaining-requests, x-ratelimit-reset-requests, x-ratelimit-limit-tokens, x-ratelimit-remaining-tokens, x-ratelimit-reset-tokens";
+const EXPOSED = "x-request-id, retry-after, x-reelay-omitted-tools, x-ratelimit-limit-requests, x-ratelimit-remaining-requests, x-ratelimit-reset-requests, x-ratelimit-limit-tokens, x-ratelimit-remaining-tokens, x-ratelimit-reset-tokens";
 const METHODS = "GET, POST, PATCH, DELETE, OPTIONS";
 /** 10 minutes: Chromium's cap is 2 hours, Firefox's 24 hours; short enough for a config change to reach browsers */
 const MAX_AGE_S = "600";

@@ -1,5 +1,5 @@
 /**
- * The API docs: the OpenAPI document says what reelay accepts, the README's route table matches
+ * The API docs: the OpenAPI document says what reelay accepts, docs/api.md's route table matches
  * it, and the Scalar UI renders at /docs and /docs/ in a real browser with no request leaving the
  * machine (every other origin is blocked, as on a host without internet).
  */
@@ -57,9 +57,9 @@ describe("OpenAPI document", () => {
     expect(readme).toContain(`model: "${example.model}"`);
   });
 
-  test("the README's API table lists every client route, and only routes that exist", async () => {
-    const readme = await Bun.file(new URL("../../README.md", import.meta.url)).text();
-    const section = readme.slice(readme.indexOf("\n## API\n"), readme.indexOf("\n## ", readme.indexOf("\n## API\n") + 5));
+  test("docs/api.md's route table lists every client route, and only routes that exist", async () => {
+    const page = await Bun.file(new URL("../../docs/api.md", import.meta.url)).text();
+    const section = page.slice(page.indexOf("\n## Routes\n"), page.indexOf("\n## ", page.indexOf("\n## Routes\n") + 5));
     const norm = (r: string) => r.split("?")[0]!.replace(/\{[^}]+\}/g, "{}").trim();
     // cells hold `GET /a`, `GET /a?limit=`, or several methods at once: `GET/PATCH/DELETE /a/{id}`
     const inReadme = new Set(

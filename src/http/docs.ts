@@ -53,15 +53,16 @@ export const docs = (opts: { webhooks: Record<string, unknown> }) => {
             title: "reelay API",
             version: "0.1.0",
             description:
-              "Image-to-video jobs, OpenAI-compatible chat completions and embeddings, billed in credits (integer micro-dollars). " +
-              "Authenticate with `Authorization: Bearer <API key>`; admin routes take `Authorization: Bearer <REELAY_ADMIN_TOKEN>`. " +
-              "Every error is `{\"error\": {\"message\", \"type\", \"param\", \"code\"}}`.",
+              "Image-to-video jobs, OpenAI-compatible chat completions and embeddings, and Anthropic's Messages API, billed in credits (integer micro-dollars). " +
+              "Authenticate with `Authorization: Bearer <API key>` (the Messages routes and GET /v1/models also take `x-api-key: <API key>`); admin routes take `Authorization: Bearer <REELAY_ADMIN_TOKEN>`. " +
+              "Every error is `{\"error\": {\"message\", \"type\", \"param\", \"code\"}}`, except on the Messages routes, which answer in Anthropic's envelope `{\"type\": \"error\", \"error\": {\"type\", \"message\"}}`.",
           },
           // OpenAPI 3.1 `webhooks`: the signed events reelay POSTs (the TypeBox schemas are JSON Schema already)
           webhooks: opts.webhooks as never,
           components: {
             securitySchemes: {
               bearer: { type: "http", scheme: "bearer", description: "a client API key (rl-…)" },
+              apiKey: { type: "apiKey", in: "header", name: "x-api-key", description: "a client API key (rl-…), Anthropic's way: the Messages routes and GET /v1/models take it" },
               admin: { type: "http", scheme: "bearer", description: "the operator's REELAY_ADMIN_TOKEN" },
             },
           },

@@ -6,7 +6,9 @@
  * - is JSON, sent as JSON (`Content-Type: application/json`), and not empty — or the 400 says so;
  * - is valid UTF-8, nested at most MAX_JSON_DEPTH deep, and holds no NUL character (PostgreSQL
  *   text cannot store one; a NUL reaching a query was a 500) — or the 400 names the field.
- * Routes without a body schema never read the body.
+ * Routes without a body schema never read the body. A route that also takes multipart/form-data
+ * (OpenAI's SDK uploads files that way: POST /v1/videos) gets its fields as an object, files as
+ * File values, with the same limit and NUL rule.
  */
 import { Elysia } from "elysia";
 import { badRequest, quoted, tooLarge } from "../errors.ts";
@@ -22,12 +24,17 @@ export interface BodyRules {
   maxBytes: number;
   /** does this route (method + route template) take a JSON body? */
   expectsBody(method: string, route: string): boolean;
+  /** does it also take multipart/form-data? */
+  takesForm?(method: string, route: string): boolean;
 }
 
 export const jsonBody = (rules: BodyRules) =>
   new Elysia({ name: "json-body" }).onParse({ as: "global" }, async ({ request, route }, contentType) => {
-    if (!rules.expectsBody(request.method, route)) return null;
+    const form = rules.takesForm?.(request.method, route) === true;
+    if (!rules.expectsBody(request.method, route) && !form) return null;
     if (!request.body || request.headers.get("content-length") === "0") throw emptyBody();
+    // Elysia hands over the type without its parameters; the form's boundary is one
+    if (form && /^multipart\/form-data/i.test(contentType.trim())) return parseForm(await readBody(request, rules.maxBytes), request.headers.get("content-type") ?? contentType);
     if (!isJsonType(contentType)) {
       throw badRequest(
         `Send the request body as JSON with the header 'Content-Type: application/json' (this request's Content-Type is ${contentType ? `'${printable(contentType)}'` : "missing"}).`,
@@ -37,6 +44,22 @@ export const jsonBody = (rules: BodyRules) =>
     if (bytes.byteLength === 0) throw emptyBody();
     return parseJsonBody(bytes);
   });
+
+/** multipart/form-data → { field: string | File } (a repeated field: its last value) */
+async function parseForm(bytes: Uint8Array, contentType: string): Promise<Record<string, unknown>> {
+  let data: Awaited<ReturnType<Response["formData"]>>;
+  try {
+    data = await new Response(bytes, { headers: { "content-type": contentType } }).formData();
+  } catch {
+    throw badRequest("We could not parse the multipart/form-data body of your request.", null, "invalid_form");
+  }
+  const fields: Record<string, unknown> = {};
+  for (const [name, value] of data.entries() as Iterable<[string, string | Blob]>) {
+    if (name.includes("\0") || (typeof value === "string" && value.includes("\0"))) throw badRequest(`'${printable(name)}' contains a NUL character (\\u0000), which is not allowed.`, printable(name), "invalid_value");
+    fields[name] = value;
+  }
+  return fields;
+}
 
 const emptyBody = () => badRequest("The request body is empty: send a JSON object with the header 'Content-Type: application/json'.", null, "empty_body");
 

@@ -31,6 +31,8 @@ export interface RequestFacts {
   attempts?: number;
   /** the model the client asked for, when a fallback model served it (`model` is the one that served) */
   requestedModel?: string;
+  /** tools the client offered that reelay left out (ones only the provider's own servers run) */
+  omittedTools?: string[];
 }
 
 /** What the app knows of a request once its response went out. */

@@ -125,6 +125,7 @@ export function requestLogLine(e: RequestEnd & { latencyMs: number | null; facts
     deployment: f.deployment,
     attempts: f.attempts,
     requestedModel: f.requestedModel,
+    omittedTools: f.omittedTools,
   };
 }
 

@@ -2,10 +2,12 @@
  * ctx.host.encodeMp4 for every plugin: H.264 encoding on worker threads (src/media/encode-worker.ts),
  * never on the thread that serves requests (a 5 s clip at 480x832 is ~2 s of encoder CPU). Frames
  * are pulled from the plugin's iterable only while fewer than FRAMES_IN_FLIGHT wait at the encoder,
- * so a lazy generator keeps memory flat. A worker is kept warm between jobs (its wasm compiled, its
+ * so a lazy generator keeps memory flat. The first frame and one per second are kept (downscaled)
+ * for the video's thumbnail and spritesheet; they travel on the returned bytes. A worker is kept warm between jobs (its wasm compiled, its
  * heap grown: a warm pair rendered a 5 s clip in 1.9 s where a fresh one took 4.6 s) and closed
  * after IDLE_MS unused.
  */
+import { attachStills, StillsSampler } from "../media/video-stills.ts";
 import { workerUrl } from "../plugin-sdk/index.ts";
 
 const FRAMES_IN_FLIGHT = 4;
@@ -31,6 +33,8 @@ export class Mp4EncoderPool {
     const worker = this.take();
     const it = Symbol.asyncIterator in frames ? frames[Symbol.asyncIterator]() : (frames as Iterable<Uint8Array>)[Symbol.iterator]();
     const frameBytes = opts.width * opts.height * 4;
+    // the thumbnail and spritesheet frames, taken on their way to the encoder (media/video-stills.ts)
+    const stills = new StillsSampler(opts.width, opts.height, opts.fps);
     let ok = false;
     try {
       const mp4 = await new Promise<Uint8Array>((resolve, reject) => {
@@ -57,6 +61,7 @@ export class Mp4EncoderPool {
               const frame = r.value;
               if (!(frame instanceof Uint8Array) || frame.byteLength !== frameBytes) throw new Error(`frame ${count} has ${frame?.byteLength} bytes; ${opts.width}x${opts.height} RGBA needs ${frameBytes}`);
               // a copy: the plugin may reuse its buffer for the next frame, and a transfer would detach it
+              stills.add(frame, count);
               const copy = frame.slice();
               worker.postMessage({ type: "frame", frame: copy.buffer }, [copy.buffer]);
               inFlight++;
@@ -81,7 +86,7 @@ export class Mp4EncoderPool {
         void pump();
       });
       ok = true;
-      return mp4;
+      return attachStills(mp4, stills.finish());
     } finally {
       worker.onmessage = worker.onerror = null;
       if (ok) this.park(worker);

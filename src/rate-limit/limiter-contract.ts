@@ -75,17 +75,21 @@ export function runLimiterContract(name: string, create: () => RateLimiter | Pro
     });
 
     test("slots expire after their TTL unless extended", async () => {
+      // Both slots get 1 s; `kept` is extended at once (well inside its second, even on a box so
+      // loaded that a round trip takes 100s of ms), `dropped` is not; after 1.3 s only `kept` holds.
+      // (The earlier version extended after a 100 ms sleep against a 150 ms TTL, which a CPU-starved
+      // CI machine overran.)
       const l = await limiter();
-      const kept = await l.acquireSlot(key("ttl"), 2, 150);
-      const dropped = await l.acquireSlot(key("ttl"), 2, 150);
+      const kept = await l.acquireSlot(key("ttl"), 2, 1_000);
+      const dropped = await l.acquireSlot(key("ttl"), 2, 1_000);
       expect(dropped).toBeString();
-      expect(await l.acquireSlot(key("ttl"), 2, 150)).toBeNull();
-      await Bun.sleep(100);
-      expect(await l.extendSlot(key("ttl"), kept!, 1000)).toBe(true);
-      await Bun.sleep(100);
-      expect(await l.extendSlot(key("ttl"), dropped!, 1000)).toBe(false);
-      expect(await l.acquireSlot(key("ttl"), 2, 150)).toBeString();
-      expect(await l.acquireSlot(key("ttl"), 2, 150)).toBeNull();
+      expect(await l.acquireSlot(key("ttl"), 2, 1_000)).toBeNull();
+      expect(await l.extendSlot(key("ttl"), kept!, 60_000)).toBe(true);
+      await Bun.sleep(1_300);
+      expect(await l.extendSlot(key("ttl"), dropped!, 60_000)).toBe(false);
+      expect(await l.extendSlot(key("ttl"), kept!, 60_000)).toBe(true);
+      expect(await l.acquireSlot(key("ttl"), 2, 1_000)).toBeString();
+      expect(await l.acquireSlot(key("ttl"), 2, 1_000)).toBeNull();
     });
   });
 }

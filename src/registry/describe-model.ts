@@ -17,6 +17,7 @@ export function priceText(p: ModelPricing): string {
   if (p.inputPerMillion !== undefined) parts.push(`${usd(p.inputPerMillion)} per 1M input tokens`);
   if (p.outputPerMillion !== undefined) parts.push(`${usd(p.outputPerMillion)} per 1M output tokens`);
   if (p.perSecond !== undefined) parts.push(`${usd(p.perSecond)} per second of video`);
+  for (const [size, price] of Object.entries(p.perSecondBySize ?? {})) parts.push(`${usd(price)} per second of video at ${size}`);
   return parts.length ? parts.join(", ") : "free (no price configured)";
 }
 

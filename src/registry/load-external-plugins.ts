@@ -23,7 +23,7 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { ConfigError } from "../config.ts";
 import type { Logger } from "../logger.ts";
-import { PLUGIN_API_VERSION, SDK_VERSION, type ReelayPlugin } from "../plugin-sdk/index.ts";
+import { PLUGIN_API_VERSION, problemsWithPricing, SDK_VERSION, type ReelayPlugin } from "../plugin-sdk/index.ts";
 
 const BUILD_HINT = "build it into one file first: bun build <entry>.ts --outfile <name>.js --target bun --format esm (see docs/writing-a-plugin.md)";
 
@@ -90,12 +90,8 @@ function invalidPlugin(p: unknown): string | null {
     if (typeof d?.id !== "string" || !/^[A-Za-z0-9][\w.:/-]{0,127}$/.test(d.id)) return `plugin "${o.name}": models[${i}].id must be a model id (letters, digits, . _ : / -)`;
     if (ids.has(d.id)) return `plugin "${o.name}": declares model "${d.id}" twice`;
     ids.add(d.id);
-    if (!d.pricing || typeof d.pricing !== "object") return `plugin "${o.name}": models[${i}].pricing must be an object`;
-    for (const [k, v] of Object.entries(d.pricing)) {
-      if (!["inputPerMillion", "outputPerMillion", "perSecond"].includes(k) || !Number.isSafeInteger(v) || (v as number) < 0) {
-        return `plugin "${o.name}": models[${i}].pricing.${k} must be one of inputPerMillion, outputPerMillion, perSecond, as a non-negative integer of micro-dollars`;
-      }
-    }
+    const [problem] = problemsWithPricing(d.pricing, `models[${i}].pricing`);
+    if (problem) return `plugin "${o.name}": ${problem}`;
   }
   return null;
 }

@@ -4,7 +4,7 @@
  * can do is whatever capabilities its instance implements; the core never looks at plugin names.
  */
 import type { Config, ModelConfig } from "../config.ts";
-import { ConfigError } from "../config.ts";
+import { checkModelNames, ConfigError } from "../config.ts";
 import { CAPABILITIES, problemsWithInstance, type Capability, type ModelInstance, type ModelPricing, type ReelayPlugin } from "../plugin-sdk/index.ts";
 import type { Scope } from "../accounts/api-keys.ts";
 import { checkedInstance } from "../plugin-host/checked-instance.ts";
@@ -12,11 +12,15 @@ import type { HostInstance } from "../plugin-host/types.ts";
 import { ModelLoader, waitingInstance, type LoaderLog, type LoaderOptions, type ModelStatus } from "./model-loader.ts";
 import type { PluginHost } from "./plugin-context.ts";
 import { validatedOptions } from "./validate-options.ts";
+import { videoShape, type VideoShape } from "./video-shape.ts";
 
 export type { Capability };
 
 export interface RegisteredModel {
+  /** the name it is listed, billed and answered under */
   id: string;
+  /** other names that resolve to it (models file `aliases`) */
+  aliases: string[];
   plugin: string;
   pricing: ModelPricing;
   maxOutputTokens?: number;
@@ -25,6 +29,8 @@ export interface RegisteredModel {
   description?: string;
   createdAt: number;
   capabilities: Capability[];
+  /** video models: the sizes and seconds it takes, and whether it can remix (video-shape.ts) */
+  video?: VideoShape;
   /** models tried in order when this one fails before any output (chat, embeddings); checked at boot */
   fallbacks: string[];
   /**
@@ -42,7 +48,8 @@ export interface RegisteredModel {
 }
 
 export interface ModelRegistry {
-  get(id: string): RegisteredModel | undefined;
+  /** the model with this id or alias */
+  get(name: string): RegisteredModel | undefined;
   list(): RegisteredModel[];
   /** each model's load state, for /readyz */
   statuses(): ModelStatus[];
@@ -117,6 +124,7 @@ export async function buildRegistry(
   host: PluginHost,
   policy: LoadPolicy = { waitMs: 60_000, retryAfterMs: 10_000, idleUnloadMs: 0, log: QUIET },
 ): Promise<ModelRegistry> {
+  checkModelNames(models);
   const byId = new Map<string, RegisteredModel>();
   const loaders = new Map<string, ModelLoader>();
   const now = Math.floor(Date.now() / 1000);
@@ -133,14 +141,17 @@ export async function buildRegistry(
     const problems = problemsWithInstance(instance);
     if (problems.length) throw new ConfigError(`models[${i}]`, `plugin "${m.plugin}" gave model "${m.id}" an unusable instance: ${problems.join("; ")}`);
     const capabilities = CAPABILITIES.filter((c) => instance[c]);
+    const video = instance.video ? videoShape(instance.video, m, `models[${i}]`) : undefined;
     const managed = withHostTokenizer(checkedInstance(instance, host.site(m, plugin)), policy.warmHostTokenizer);
     const loader = new ModelLoader(m.id, managed, policy);
     loaders.set(m.id, loader);
-    byId.set(m.id, { id: m.id, plugin: m.plugin, pricing: m.pricing, maxOutputTokens: m.maxOutputTokens, contextLength: m.contextLength, ownedBy: m.ownedBy ?? "reelay", description: m.description, createdAt: now, capabilities, fallbacks: m.fallbacks ?? [], instance: waitingInstance(managed, loader), ready: (signal) => loader.ready(signal) });
+    byId.set(m.id, { id: m.id, aliases: m.aliases ?? [], plugin: m.plugin, pricing: m.pricing, maxOutputTokens: m.maxOutputTokens, contextLength: m.contextLength, ownedBy: m.ownedBy ?? "reelay", description: m.description, createdAt: now, capabilities, video, fallbacks: m.fallbacks ?? [], instance: waitingInstance(managed, loader), ready: (signal) => loader.ready(signal) });
   }
-  checkFallbacks(models, byId);
+  const byName = new Map(byId);
+  for (const m of byId.values()) for (const alias of m.aliases) byName.set(alias, m);
+  checkFallbacks(models, byName);
   return {
-    get: (id) => byId.get(id),
+    get: (name) => byName.get(name),
     list: () => [...byId.values()],
     statuses: () => [...loaders.values()].map((l) => l.status()),
     preload(ids) {
@@ -155,14 +166,14 @@ export async function buildRegistry(
 }
 
 /** Every fallback names another served model that can do what this model does (chat, embeddings). */
-function checkFallbacks(models: ModelConfig[], byId: Map<string, RegisteredModel>): void {
+function checkFallbacks(models: ModelConfig[], byName: Map<string, RegisteredModel>): void {
   for (const [i, m] of models.entries()) {
-    const self = byId.get(m.id)!;
+    const self = byName.get(m.id)!;
     for (const id of m.fallbacks ?? []) {
       const at = `models[${i}].fallbacks`;
-      const other = byId.get(id);
-      if (id === m.id) throw new ConfigError(at, `model "${m.id}" lists itself as a fallback`);
-      if (!other) throw new ConfigError(at, `model "${m.id}": no model named "${id}" to fall back to (models: ${[...byId.keys()].join(", ")})`);
+      const other = byName.get(id);
+      if (id === m.id || other === self) throw new ConfigError(at, `model "${m.id}" lists itself as a fallback${id === m.id ? "" : ` (by its alias "${id}")`}`);
+      if (!other) throw new ConfigError(at, `model "${m.id}": no model named "${id}" to fall back to (models: ${[...new Set([...byName.values()].map((x) => x.id))].join(", ")})`);
       const needs = self.capabilities.filter((c) => c === "chat" || c === "embeddings");
       if (!needs.length) throw new ConfigError(at, `model "${m.id}": fallbacks apply to chat and embeddings models; it serves ${self.capabilities.join(", ")}`);
       if (!needs.some((c) => other.capabilities.includes(c))) throw new ConfigError(at, `model "${m.id}" cannot fall back to "${id}": it serves ${other.capabilities.join(", ")}, not ${needs.join(" or ")}`);
@@ -170,9 +181,9 @@ function checkFallbacks(models: ModelConfig[], byId: Map<string, RegisteredModel
   }
 }
 
-/** May this key use this model? (allowed-model list and capability scopes) */
+/** May this key use this model? (allowed-model list, which may name it by an alias, and capability scopes) */
 export function keyMayUse(model: RegisteredModel, key: { scopes: Scope[] | null; allowedModels: string[] | null }): boolean {
-  if (key.allowedModels && !key.allowedModels.includes(model.id)) return false;
+  if (key.allowedModels && !key.allowedModels.includes(model.id) && !model.aliases.some((a) => key.allowedModels!.includes(a))) return false;
   if (key.scopes && !model.capabilities.some((c) => key.scopes!.includes(c))) return false;
   return true;
 }

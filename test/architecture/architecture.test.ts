@@ -5,6 +5,7 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
+import { blocksCheckedBy } from "../readme/doc-blocks.ts";
 
 const ROOT = resolve(import.meta.dir, "../..");
 const DOC = readFileSync(join(ROOT, "docs/architecture.md"), "utf8");
@@ -28,6 +29,15 @@ describe("docs/architecture.md", () => {
   test("is linked from the README", () => {
     expect(readFileSync(join(ROOT, "README.md"), "utf8").includes("](docs/architecture.md)")).toBe(true);
   });
+
+  test("its layout block names only paths that exist", () => {
+    const [layout] = blocksCheckedBy("test/architecture/architecture.test.ts");
+    // each line: one or more paths, then what it is; `<feature>` stands for any folder
+    const leadingPaths = (line: string) => { const words = line.split(/\s+/); return words.slice(0, Math.max(1, words.findIndex((w) => !/^[\w<>.-]+(\/[\w<>.-]+)*(\/|\.ts)$/.test(w)))); };
+    const named = layout!.code.split("\n").flatMap(leadingPaths).map((p) => p.replace(/<[a-z]+>\/$/, ""));
+    expect(named.length).toBeGreaterThan(20);
+    expect(named.filter((p) => !existsSync(join(ROOT, p)))).toEqual([]);
+  });
 });
 
 /**
@@ -37,7 +47,7 @@ describe("docs/architecture.md", () => {
  */
 const LAYERS: Array<{ name: string; parts: string[] }> = [
   { name: "foundation", parts: ["config.ts", "errors.ts", "ids.ts", "logger.ts", "background.ts", "db", "net", "media", "text", "plugin-sdk"] },
-  { name: "services", parts: ["billing", "accounts", "auth", "rate-limit", "registry", "plugin-host", "ops", "usage"] },
+  { name: "services", parts: ["billing", "accounts", "auth", "rate-limit", "registry", "plugin-host", "ops", "usage", "blob-store"] },
   { name: "HTTP", parts: ["http"] },
   { name: "route modules", parts: ["modules"] },
   { name: "composition", parts: ["main.ts", "boot.ts", "app.ts", "listen.ts", "deps.ts", "cli"] },

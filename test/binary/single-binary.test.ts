@@ -1,40 +1,58 @@
 /**
- * The compiled dist/reelay, copied alone into an empty directory (no node_modules, no sources):
- * starts on embedded PGlite, applies its embedded migrations, serves local embeddings, renders a
+ * The compiled dist/reelay, copied alone into an empty directory (no node_modules, no sources) and
+ * started the way docs/operations.md's "single binary" block says (a directory in the home
+ * directory: no root needed): starts on embedded PGlite, applies its embedded migrations, serves
+ * chat (OpenAI's and Anthropic's APIs over stories260k) and local embeddings, renders a
  * preview video (its worker threads are embedded too) and the docs UI, runs the CLI, and stops
  * gracefully on SIGTERM.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import Anthropic from "@anthropic-ai/sdk";
 import OpenAI from "openai";
 import { compiledBinary, freePort, waitForOwnListener } from "../support/harness.ts";
+import { blocksCheckedBy, ROOT } from "../readme/doc-blocks.ts";
 
-const ADMIN = "binary-test-admin-token-0123";
+// docs/operations.md: `bash compile.sh`, then a copy in a directory of its own, then `./reelay serve` there
+const [docBlock] = blocksCheckedBy("test/binary/single-binary.test.ts");
+const [compileLine, copyLine, serveLine] = docBlock!.code.split("\n").map((l) => l.replace(/\s+#.*$/, ""));
+const ADMIN = /REELAY_ADMIN_TOKEN=(\S+)/.exec(serveLine!)![1]!;
+let home: string;
 let dir: string;
 let bin: string;
 
 beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), "reelay-bin-"));
+  expect(compileLine).toBe("bash compile.sh");
+  compiledBinary(); // what compile.sh makes (built once for the whole suite)
+  home = mkdtempSync(join(tmpdir(), "reelay-bin-home-"));
+  const copy = Bun.spawnSync(["bash", "-euc", copyLine!], { cwd: ROOT, env: { PATH: "/usr/bin:/bin", HOME: home } });
+  expect({ code: copy.exitCode, err: copy.stderr.toString() }).toEqual({ code: 0, err: "" });
+  dir = join(home, "reelay");
   bin = join(dir, "reelay");
-  copyFileSync(compiledBinary(), bin);
   mkdirSync(join(dir, "tmp"));
-  Bun.spawnSync(["chmod", "+x", bin]);
 }, 300_000);
 // a 200 MB copy of the binary per run: left behind, 80 runs filled the machine's disk
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+afterAll(() => rmSync(home, { recursive: true, force: true }));
 
-const env = (port: number) => ({ PATH: "/usr/bin:/bin", HOME: dir, TMPDIR: join(dir, "tmp"), PORT: String(port), REELAY_ADMIN_TOKEN: ADMIN, REELAY_LOG_FORMAT: "json" });
+const env = (port: number) => ({ PATH: "/usr/bin:/bin", HOME: home, TMPDIR: join(dir, "tmp"), PORT: String(port), REELAY_ADMIN_TOKEN: ADMIN, REELAY_LOG_FORMAT: "json" });
+
+test("the docs' single-binary block writes only under the home directory: no root needed", () => {
+  expect(docBlock!.code).not.toMatch(/(^|\s)\/(?!dev\/null)/m); // no absolute path
+  expect(readdirSync(home)).toEqual(["reelay"]);
+  expect(readdirSync(dir).sort()).toEqual(["reelay", "tmp"]);
+});
 
 function cli(...args: string[]) {
   const r = Bun.spawnSync([bin, ...args], { cwd: dir, env: env(0) });
   return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
 }
 
+/** the docs' serve line, as typed at the repository root (bash execs the server: its pid is ours) */
 function serve(port: number) {
   const logFile = join(dir, `serve-${port}.log`);
-  const proc = Bun.spawn([bin, "serve"], { cwd: dir, env: env(port), stdout: Bun.file(logFile), stderr: Bun.file(logFile + ".err") });
+  const proc = Bun.spawn(["bash", "-c", serveLine!], { cwd: ROOT, env: env(port), stdout: Bun.file(logFile), stderr: Bun.file(logFile + ".err") });
   return { proc, url: `http://127.0.0.1:${port}`, log: () => (existsSync(logFile) ? readFileSync(logFile, "utf8") : "") + (existsSync(logFile + ".err") ? readFileSync(logFile + ".err", "utf8") : "") };
 }
 
@@ -88,6 +106,16 @@ test("serves the API and the offline docs UI, then stops gracefully on SIGTERM",
     const resp = await openai.responses.create({ model: "stories260k", input: "Once upon a time", max_output_tokens: 12, temperature: 0 });
     expect(resp.output_text).toBe(story.choices[0]!.message.content!);
     expect((await openai.responses.retrieve(resp.id)).output_text).toBe(resp.output_text);
+    // Anthropic's Messages API over the same model, as the Anthropic SDK and Claude Code call it (x-api-key)
+    expect((await fetch(s.url + "/", { method: "HEAD" })).status).toBe(200);
+    const anthropic = new Anthropic({ apiKey: key, baseURL: s.url, maxRetries: 0 });
+    const msg = await anthropic.messages.create({ model: "stories260k", max_tokens: 12, messages: [{ role: "user", content: "Once upon a time" }], ...({ temperature: 0 } as {}) });
+    expect([msg.content[0]?.type === "text" && msg.content[0].text, msg.stop_reason, msg.usage.output_tokens]).toEqual([story.choices[0]!.message.content!, "max_tokens", 12]);
+    const ms = anthropic.messages.stream({ model: "stories260k", max_tokens: 12, messages: [{ role: "user", content: "Once upon a time" }], ...({ temperature: 0 } as {}) });
+    const streamedMsg = await ms.finalMessage();
+    expect(streamedMsg.content.map((b) => b.type === "text" && b.text)).toEqual([story.choices[0]!.message.content!]);
+    const missing = await anthropic.messages.create({ model: "nope", max_tokens: 5, messages: [{ role: "user", content: "hi" }] }).then(() => null, (err) => err);
+    expect(missing).toBeInstanceOf(Anthropic.NotFoundError);
     expect(readdirSync(join(dir, "tmp")).filter((f) => f.startsWith("reelay-llama-") || f.startsWith("reelay-model-"))).toEqual([]);
     // local embeddings from the weights and WASM embedded in the binary
     const emb = await fetch(s.url + "/v1/embeddings", { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify({ model: "use-lite", input: ["How old are you?", "What is your age?"] }) });

@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
 import { startFakeOpenAI, type FakeOpenAI } from "../fakes/openai-upstream.ts";
+import type { Logger } from "../../src/logger.ts";
 import { startTestServer, type TestServer } from "../support/harness.ts";
 import { PRICING } from "./chat-server.ts";
 
@@ -33,7 +34,7 @@ export interface BridgeServer {
   close(): Promise<void>;
 }
 
-export async function startBridgeServer(env: Record<string, string> = {}): Promise<BridgeServer> {
+export async function startBridgeServer(env: Record<string, string> = {}, opts: { logger?: Logger } = {}): Promise<BridgeServer> {
   const fake = await startFakeOpenAI();
   const dir = mkdtempSync(join(tmpdir(), "reelay-bridge-"));
   const file = join(dir, "models.json");
@@ -45,7 +46,7 @@ export async function startBridgeServer(env: Record<string, string> = {}): Promi
       { id: "chat-b", plugin: "openai-compatible", options: { baseUrl: fake.url, timeouts }, pricing: PRICING, maxOutputTokens: MAX_OUTPUT },
     ],
   }));
-  const s = await startTestServer({ REELAY_MODELS_FILE: file, ...env });
+  const s = await startTestServer({ REELAY_MODELS_FILE: file, ...env }, opts);
   return {
     fake,
     s,

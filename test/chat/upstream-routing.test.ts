@@ -20,7 +20,9 @@ import { eventually } from "./chat-server.ts";
 const PRICING = { inputPerMillion: 3_000_000, outputPerMillion: 15_000_000 };
 const CHEAP = { inputPerMillion: 1_000_000, outputPerMillion: 2_000_000 };
 const TIMEOUTS = { connectMs: 2_000, firstByteMs: 2_000, idleMs: 2_000, totalMs: 10_000 };
-const FAST_BREAKER = { consecutiveFailures: 3, cooldownMs: 600, minRequests: 1000 };
+// the cooldown must outlast the 12 requests that open the circuit: at 600 ms a loaded CI box let a
+// half-open probe through before the test had asserted "no more traffic"
+const FAST_BREAKER = { consecutiveFailures: 3, cooldownMs: 2_500, minRequests: 1000 };
 
 let a: FakeOpenAI, b: FakeOpenAI, c: FakeOpenAI, goneUrl: string;
 let s: TestServer;
@@ -96,7 +98,7 @@ describe("routing", () => {
     expect(view.b).toMatchObject({ state: "open", opened: 1, errors: { http_503: 3 } });
     expect(view.a.state).toBe("closed");
 
-    await Bun.sleep(700); // past the 600 ms cooldown: one probe is let through
+    await Bun.sleep(2_600); // past the 2.5 s cooldown: one probe is let through
     expect((await upstreams("breaker")).b.state).toBe("half_open");
     // the probe fails (still 503): open again; the client is still served, by a
     for (let i = 0; i < 3 && sent(b, "breaker").length < 4; i++) await ask("breaker");
@@ -104,7 +106,7 @@ describe("routing", () => {
     expect((await upstreams("breaker")).b).toMatchObject({ state: "open", opened: 2 });
 
     b.behave({}, { model: "breaker-up" }); // b recovers
-    await Bun.sleep(700);
+    await Bun.sleep(2_600);
     for (let i = 0; i < 10; i++) await ask("breaker");
     view = await upstreams("breaker");
     expect(view.b.state).toBe("closed");
@@ -189,7 +191,7 @@ describe("routing", () => {
     expect(b.peakInFlight).toBeLessThanOrEqual(2);
     const ok = results.filter((r) => r.status === 200);
     const busy = results.filter((r) => r.status === 503);
-    expect(ok.length + busy.length).toBe(200);
+    expect(results.filter((r) => r.status !== 200 && r.status !== 503).map((r) => `${r.status} ${JSON.stringify(r.body).slice(0, 300)}`)).toEqual([]);
     expect(ok.length).toBeGreaterThanOrEqual(5);
     expect(busy.length).toBeGreaterThan(0);
     expect(busy.every((r) => Number(r.retryAfter) >= 1 && r.body.error.code === "no_upstream_available")).toBe(true);
@@ -320,6 +322,9 @@ describe("operator views", () => {
 
   test("GET /admin/upstreams needs the admin token and lists each deployment's state, error rate, latency and in-flight", async () => {
     expect((await fetch(s.url + "/admin/upstreams", { headers: { authorization: `Bearer ${key}` } })).status).toBe(403);
+    // the recent error rate covers the breaker's 10 s window: fill it now (the file's earlier
+    // requests can be older than that on a loaded CI box, and an empty window reads null)
+    await Promise.all(Array.from({ length: 20 }, () => ask("weighted")));
     const view = await upstreams("weighted");
     expect(view.b).toMatchObject({ weight: 3, state: "closed", in_flight: 0, max_concurrent: null, recent_error_rate: 0 });
     expect(view.b.latency_ms).toBeGreaterThan(0);

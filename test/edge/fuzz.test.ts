@@ -1,5 +1,5 @@
 /**
- * Seeded fuzzer: 3,200 hostile requests across chat, embeddings, video and admin — wrong types,
+ * Seeded fuzzer: 3,200 hostile requests across chat, Anthropic messages, embeddings, video and admin — wrong types,
  * deep nesting, huge numbers, NUL and invalid UTF-8, huge strings, odd headers, odd query strings.
  * Asserts, for every answer: no 5xx, the error envelope with an x-request-id; throughout: the
  * server's event loop is never blocked 50 ms or more (the server runs in this process; a 5 ms
@@ -83,6 +83,8 @@ const BASES = {
   "/v1/embeddings": () => ({ model: "use-lite", input: ["hello", "world"] }),
   "/v1/responses": () => ({ model: "chat-edge", input: [{ role: "user", content: "hi" }], max_output_tokens: 8 }),
   "/v1/completions": () => ({ model: "chat-edge", prompt: "hi", max_tokens: 8 }),
+  "/v1/messages": () => ({ model: "chat-edge", max_tokens: 8, messages: [{ role: "user", content: [{ type: "text", text: "hi" }] }], tools: [{ name: "f", input_schema: { type: "object" } }] }),
+  "/v1/messages/count_tokens": () => ({ model: "chat-edge", messages: [{ role: "user", content: "hi" }] }),
   "/v1/videos/generations": () => ({ model: "preview-motion", prompt: "zoom", image_url: "http://127.0.0.1/a.png", seconds: 2 }),
   "/admin/accounts": () => ({ name: "fz", amount: 0 }),
   "CREDITS": () => ({ amount: 5, reason: "fz" }),
@@ -94,6 +96,8 @@ const FIELDS: Record<string, string[]> = {
   "/v1/embeddings": ["model", "input", "encoding_format", "dimensions", "user"],
   "/v1/responses": ["model", "input", "instructions", "stream", "max_output_tokens", "tools", "tool_choice", "text", "previous_response_id", "store", "temperature"],
   "/v1/completions": ["model", "prompt", "max_tokens", "n", "stream", "stop", "suffix", "echo", "logprobs", "best_of"],
+  "/v1/messages": ["model", "messages", "max_tokens", "system", "stream", "tools", "tool_choice", "stop_sequences", "thinking", "output_config", "metadata", "temperature", "top_k"],
+  "/v1/messages/count_tokens": ["model", "messages", "system", "tools", "tool_choice", "thinking"],
   "/v1/videos/generations": ["model", "prompt", "negative_prompt", "image", "image_url", "seconds", "size", "seed", "steps"],
   "/admin/accounts": ["name", "amount", "credits"],
   "CREDITS": ["amount", "reason", "ref"],
@@ -130,10 +134,17 @@ function makeRequest(r: Rng, i: number): FuzzRequest {
     return { method, path, headers };
   }
 
-  const route = admin ? r.pick(["/admin/accounts", "CREDITS", "KEYS", "LIMITS"] as const) : r.pick(["/v1/chat/completions", "/v1/embeddings", "/v1/videos/generations", "/v1/responses", "/v1/completions"] as const);
+  const route = admin ? r.pick(["/admin/accounts", "CREDITS", "KEYS", "LIMITS"] as const) : r.pick(["/v1/chat/completions", "/v1/embeddings", "/v1/videos/generations", "/v1/responses", "/v1/completions", "/v1/messages", "/v1/messages", "/v1/messages/count_tokens"] as const);
   const path = route === "CREDITS" ? `/admin/accounts/${targetAccount}/${r.chance(0.5) ? "credits" : "adjustments"}` : route === "KEYS" ? `/admin/accounts/${targetAccount}/keys` : route === "LIMITS" ? `/admin/accounts/${targetAccount}/limits` : route;
   const method = route === "LIMITS" ? "PATCH" : "POST";
   if (!path.startsWith("/admin")) headers.authorization = headers.authorization.startsWith(`Bearer ${ADMIN_TOKEN}`) ? `Bearer ${poorKey}` : headers.authorization;
+  if (path.startsWith("/v1/messages") && r.chance(0.6)) {
+    // Anthropic's clients: the key in x-api-key (sometimes a wrong one), anthropic-version and betas
+    headers["x-api-key"] = r.chance(0.9) ? poorKey : r.pick(["", "rl-nope", "k".repeat(5_000), "\u00e9"]);
+    if (r.chance(0.7)) delete headers.authorization;
+    headers["anthropic-version"] = r.pick(["2023-06-01", "1999-01-01", ""]);
+    if (r.chance(0.3)) headers["anthropic-beta"] = r.pick(["context-management-2025-06-27,effort-2025-11-24", "x".repeat(3_000), ","]);
+  }
 
   // raw, not-quite-JSON bodies
   if (r.chance(0.12)) {
@@ -243,7 +254,10 @@ test(`fuzz: ${REQUESTS} hostile requests (seed ${SEED}) — no 5xx, enveloped, e
         let ok = false;
         try {
           const j = JSON.parse(text);
-          ok = Object.keys(j).join() === "error" && ["message", "type", "param", "code"].every((k) => k in j.error) && typeof j.error.message === "string";
+          // the envelope of the API called: Anthropic's on its routes, OpenAI's elsewhere
+          ok = req.path.startsWith("/v1/messages")
+            ? Object.keys(j).join() === "type,error" && j.type === "error" && typeof j.error.type === "string" && typeof j.error.message === "string"
+            : Object.keys(j).join() === "error" && ["message", "type", "param", "code"].every((k) => k in j.error) && typeof j.error.message === "string";
         } catch {}
         if (!ok) problems.push(`${label}: ${res.status} not an error envelope: ${text.slice(0, 120)}`);
       }

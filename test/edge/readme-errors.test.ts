@@ -1,5 +1,5 @@
 /**
- * The README's error table against the code, both ways: every documented code is one the code can
+ * The error table (docs/api.md) against the code, both ways: every documented code is one the code can
  * answer, and every code the code can answer is documented with the status it is answered with.
  *
  * "What the code can answer" is collected from the source: every `new ApiError(<status>, …)`,
@@ -13,8 +13,8 @@ import { readFileSync } from "node:fs";
 import { Glob } from "bun";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
-const readme = readFileSync(ROOT + "README.md", "utf8");
-const table = readme.slice(readme.indexOf("<!-- error-table"), readme.indexOf("\n\n", readme.indexOf("<!-- error-table")));
+const page = readFileSync(ROOT + "docs/api.md", "utf8");
+const table = page.slice(page.indexOf("<!-- error-table"), page.indexOf("\n\n", page.indexOf("<!-- error-table")));
 const rows = [...table.matchAll(/^\| (\d{3}) \| ([^|]+) \|/gm)].map((m) => ({ status: Number(m[1]), codes: [...m[2]!.matchAll(/`([a-z_]+)`/g)].map((c) => c[1]!) }));
 const filesUnder = (pattern: string) => [...new Glob(pattern).scanSync(ROOT)].filter((f) => !f.endsWith(".test.ts") && !f.endsWith(".d.ts"));
 const srcFiles = filesUnder("src/**/*.ts");
@@ -114,7 +114,7 @@ function answeredCodes(): Array<{ status: number; code: string; where: string }>
   return out;
 }
 
-test("the README documents an error table", () => {
+test("docs/api.md documents an error table", () => {
   expect(rows.length).toBeGreaterThan(15);
 });
 

@@ -68,7 +68,13 @@ type Kind = "run" | "status" | "cancel" | "any";
 
 const DEFAULTS = { queueMs: 50, runMs: 200, outcome: "completed", errorMessage: "CUDA out of memory", lose: false, output: "base64", outputKey: "video", maxRenderSeconds: 1 } as const;
 
-export async function startFakeGpuWorker(initial: WorkerBehaviour = {}) {
+/**
+ * `clock`: where the worker reads the time a job's phases are measured against (default Date.now);
+ * a test that asserts each phase passes its own clock and moves it, instead of sleeping into a
+ * phase and hoping a loaded machine woke it in time.
+ */
+export async function startFakeGpuWorker(initial: WorkerBehaviour = {}, opts: { clock?: () => number } = {}) {
+  const now = opts.clock ?? Date.now;
   let behaviour: WorkerBehaviour = { ...initial };
   const jobs = new Map<string, FakeJob>();
   const calls: WorkerCall[] = [];
@@ -103,7 +109,7 @@ export async function startFakeGpuWorker(initial: WorkerBehaviour = {}) {
   const statusOf = async (job: FakeJob, origin: string): Promise<Record<string, unknown>> => {
     const base = { id: job.id };
     if (job.cancelled) return { ...base, status: "CANCELLED" };
-    const t = Date.now() - job.submittedAt;
+    const t = now() - job.submittedAt;
     const { queueMs, runMs } = job.behaviour;
     if (t < queueMs) return { ...base, status: "IN_QUEUE", delayTime: t };
     if (t < queueMs + runMs) return { ...base, status: "IN_PROGRESS", delayTime: queueMs, progress: Math.round(((t - queueMs) / runMs) * 100) / 100 };
@@ -152,7 +158,7 @@ export async function startFakeGpuWorker(initial: WorkerBehaviour = {}) {
         const body = (await req.json().catch(() => null)) as { input?: Record<string, any> } | null;
         if (!body || typeof body.input !== "object" || body.input === null) return json({ error: "body must be {\"input\": {...}}" }, 400);
         call.input = body.input;
-        const job: FakeJob = { id: `job-${++seq}-${crypto.randomUUID().slice(0, 8)}`, input: body.input, submittedAt: Date.now(), behaviour: { ...DEFAULTS, ...behaviour }, cancelled: false, statusCalls: 0 };
+        const job: FakeJob = { id: `job-${++seq}-${crypto.randomUUID().slice(0, 8)}`, input: body.input, submittedAt: now(), behaviour: { ...DEFAULTS, ...behaviour }, cancelled: false, statusCalls: 0 };
         jobs.set(job.id, job);
         return json({ id: job.id, status: "IN_QUEUE" });
       }

@@ -15,7 +15,8 @@
  *   await fake.stop()   // close the server and every open connection
  *
  * Per request, header `x-fake-behaviour: <FakeBehaviour as JSON>` overrides both (it is recorded
- * like any header). Precedence: header > per-model > default.
+ * like any header). `fake.script(fn)` picks a behaviour from each request's body (a scripted
+ * conversation, see scripted-chat.ts). Precedence: header > script > per-model > default.
  *
  * Endpoints: POST /v1/chat/completions (JSON, or SSE with `stream: true`), POST /v1/embeddings,
  * GET /v1/models. Anything else answers 404 with an OpenAI error body.
@@ -38,10 +39,11 @@
  * Scripted answers (for clients that need a particular reply): `reply` is sent as the content
  * instead of the counted words (cut at max tokens, finish_reason "length"; streamed one cl100k token
  * per chunk); `reasoning` comes first as `reasoning_content` (as vLLM's reasoning parsers and
- * DeepSeek send it; its tokens count as completion tokens, outside max tokens); `toolCalls` makes a request that offers `tools` answer with those calls (content null,
+ * DeepSeek send it; its tokens count as completion tokens, outside max tokens, and it also precedes
+ * tool calls); `toolCalls` makes a request that offers `tools` answer with those calls (content null,
  * finish_reason "tool_calls"; streamed as OpenAI does: a first chunk per call with its id and name,
- * then the arguments in pieces), unless its last message is a `tool` result, which gets the text
- * answer. completion_tokens counts the cl100k tokens of the reply, or of each call's name + arguments.
+ * then the arguments in pieces), unless a `tool` result follows its last assistant message, which
+ * gets the text answer. completion_tokens counts the cl100k tokens of the reply, or of each call's name + arguments.
  *
  * Embeddings are deterministic unit vectors seeded from a hash of (model, input); length
  * `body.dimensions ?? opts.dimensions ?? 8`; `encoding_format: "base64"` gives little-endian
@@ -89,11 +91,15 @@ export interface FakeBehaviour {
   eventBytes?: number;
   /** streaming: after this many content chunks send an OpenAI-style error event and end the response */
   errorEventAfterChunks?: number;
-  /** this text as the answer's content instead of the counted words (cut at max tokens) */
+  /** this text as the answer's content instead of the counted words (cut at max tokens, and before the first of the request's `stop` strings, named in the choice's `stop_reason` as vLLM does) */
   reply?: string;
+  /** the field the reasoning is sent in (default `reasoning_content`; vLLM ≥ 0.10, Ollama and OpenRouter send `reasoning`) */
+  reasoningField?: "reasoning_content" | "reasoning";
+  /** report this many of the prompt tokens as cached (`usage.prompt_tokens_details.cached_tokens`, as OpenAI and vLLM do) */
+  cachedTokens?: number;
   /** `reasoning_content` before the answer (the reply, or the counted words when no reply is set) */
   reasoning?: string;
-  /** answer a request that offers tools with these calls (unless its last message is a tool result) */
+  /** answer a request that offers tools with these calls (unless a tool result follows its last assistant message) */
   toolCalls?: Array<{ name: string; arguments: string }>;
   /** answer with this status only the requests whose last message's content includes the text (one request of several) */
   failWhen?: { lastMessageIncludes: string; status: number };
@@ -142,6 +148,8 @@ export interface FakeOpenAI {
   inFlight: number;
   peakInFlight: number;
   behave(b: FakeBehaviour, opts?: { model?: string }): void;
+  /** a behaviour chosen per request from its parsed body (undefined: none); null removes it */
+  script(fn: ((body: any) => FakeBehaviour | undefined) | null): void;
   reset(): void;
   waitForAbort(requestId?: number, timeoutMs?: number): Promise<{ requestId: number; at: number }>;
   stop(): Promise<void>;
@@ -187,6 +195,7 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
   const abortWaiters = new Set<() => void>();
   let defaultBehaviour: FakeBehaviour = opts.behaviour ?? {};
   let perModel = new Map<string, FakeBehaviour>();
+  let scripted: ((body: any) => FakeBehaviour | undefined) | null = null;
   let nextId = 1;
   const load = { inFlight: 0, peakInFlight: 0 };
 
@@ -263,25 +272,39 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
   function behaviourFor(header: string | undefined, body: any): FakeBehaviour {
     const fromHeader: FakeBehaviour = header ? JSON.parse(header) : {};
     const byModel = typeof body?.model === "string" ? perModel.get(body.model) : undefined;
-    return { ...defaultBehaviour, ...byModel, ...fromHeader };
+    return { ...defaultBehaviour, ...byModel, ...scripted?.(body), ...fromHeader };
   }
 
   /** the scripted text reply cut at the request's max, or null for the counted words */
-  function scriptedReply(body: any, b: FakeBehaviour): { pieces: string[]; reasoning: string[]; max: number } | null {
+  function scriptedReply(body: any, b: FakeBehaviour): { pieces: string[]; reasoning: string[]; max: number; stopped: string | null } | null {
     if (b.reply === undefined && b.reasoning === undefined) return null;
     const max = Number(body?.max_completion_tokens ?? body?.max_tokens ?? Infinity);
-    const tokens = encoder.encode(b.reply ?? replyText(Math.min(max, b.tokens ?? opts.tokens ?? 16)));
+    let text = b.reply ?? replyText(Math.min(max, b.tokens ?? opts.tokens ?? 16));
+    // stop strings, as vLLM: the reply ends before the first one, which the choice names in `stop_reason`
+    let stopped: string | null = null;
+    const stops: string[] = typeof body?.stop === "string" ? [body.stop] : Array.isArray(body?.stop) ? body.stop : [];
+    for (const s of stops) {
+      const at = text.indexOf(s);
+      if (s !== "" && at >= 0 && (stopped === null || at < text.indexOf(stopped))) stopped = s;
+    }
+    if (stopped !== null) text = text.slice(0, text.indexOf(stopped));
+    const tokens = encoder.encode(text);
     const reasoning = b.reasoning === undefined ? [] : encoder.encode(b.reasoning).map((t) => encoder.decode([t]));
-    return { pieces: tokens.slice(0, max).map((t) => encoder.decode([t])), reasoning, max };
+    if (stopped !== null && tokens.length >= max) stopped = null;
+    return { pieces: tokens.slice(0, max).map((t) => encoder.decode([t])), reasoning, max, stopped };
   }
 
   /** the scripted tool calls, when this request should get them */
   function scriptedCalls(body: any, b: FakeBehaviour) {
     const offered = Array.isArray(body?.tools) && body.tools.length > 0;
-    const afterResult = Array.isArray(body?.messages) && body.messages.at(-1)?.role === "tool";
+    // answered: a tool result follows the last assistant message (the client ran the calls)
+    const messages: any[] = Array.isArray(body?.messages) ? body.messages : [];
+    const lastAssistant = messages.findLastIndex((m) => m?.role === "assistant");
+    const afterResult = messages.slice(lastAssistant + 1).some((m) => m?.role === "tool");
     if (!b.toolCalls?.length || !offered || afterResult) return null;
     const calls = b.toolCalls.map((c, i) => ({ id: `call_fake${i}`, type: "function", function: { name: c.name, arguments: c.arguments } }));
-    return { calls, tokens: b.toolCalls.reduce((n, c) => n + encoder.encode(c.name + c.arguments).length, 0) };
+    const reasoning = b.reasoning === undefined ? [] : encoder.encode(b.reasoning).map((t) => encoder.decode([t]));
+    return { calls, reasoning, tokens: reasoning.length + b.toolCalls.reduce((n, c) => n + encoder.encode(c.name + c.arguments).length, 0) };
   }
 
   function replyLength(body: any, b: FakeBehaviour): { n: number; max: number } {
@@ -289,9 +312,10 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     return { n: Math.max(0, Math.min(max, b.tokens ?? opts.tokens ?? 16)), max };
   }
 
-  function usage(body: any, completion: number) {
+  function usage(body: any, completion: number, b: FakeBehaviour) {
     const prompt = fakePromptTokens(body.messages);
-    return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+    const cached = b.cachedTokens ? { prompt_tokens_details: { cached_tokens: Math.min(b.cachedTokens, prompt) } } : {};
+    return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, ...cached };
   }
 
   /** Put the behaviour's raw usage text in place of every usage object of a JSON text. */
@@ -305,8 +329,8 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     if (calls) {
       return {
         id: "chatcmpl-fake", object: "chat.completion", created: 1700000000, model: body.model,
-        choices: [{ index: 0, message: { role: "assistant", content: null, tool_calls: calls.calls, refusal: null }, logprobs: null, finish_reason: "tool_calls" }],
-        ...(b.omitUsage ? {} : { usage: usage(body, calls.tokens) }),
+        choices: [{ index: 0, message: { role: "assistant", content: null, ...(b.reasoning !== undefined ? { [b.reasoningField ?? "reasoning_content"]: b.reasoning } : {}), tool_calls: calls.calls, refusal: null }, logprobs: null, finish_reason: "tool_calls" }],
+        ...(b.omitUsage ? {} : { usage: usage(body, calls.tokens, b) }),
       };
     }
     const scripted = scriptedReply(body, b);
@@ -314,10 +338,10 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
       return {
         id: "chatcmpl-fake", object: "chat.completion", created: 1700000000, model: body.model,
         choices: [{
-          index: 0, message: { role: "assistant", content: scripted.pieces.join(""), ...(b.reasoning !== undefined ? { reasoning_content: b.reasoning } : {}), refusal: null },
-          logprobs: null, finish_reason: scripted.pieces.length === scripted.max ? "length" : "stop",
+          index: 0, message: { role: "assistant", content: scripted.pieces.join(""), ...(b.reasoning !== undefined ? { [b.reasoningField ?? "reasoning_content"]: b.reasoning } : {}), refusal: null },
+          logprobs: null, finish_reason: scripted.pieces.length === scripted.max ? "length" : "stop", ...(scripted.stopped !== null ? { stop_reason: scripted.stopped } : {}),
         }],
-        ...(b.omitUsage ? {} : { usage: usage(body, scripted.reasoning.length + scripted.pieces.length) }),
+        ...(b.omitUsage ? {} : { usage: usage(body, scripted.reasoning.length + scripted.pieces.length, b) }),
       };
     }
     const { n, max } = replyLength(body, b);
@@ -325,7 +349,7 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
       id: "chatcmpl-fake", object: "chat.completion", created: 1700000000, model: body.model,
       choices: [{ index: 0, message: { role: "assistant", content: replyText(n), refusal: null },
         logprobs: null, finish_reason: n === max ? "length" : "stop" }],
-      ...(b.omitUsage ? {} : { usage: usage(body, n) }),
+      ...(b.omitUsage ? {} : { usage: usage(body, n, b) }),
     };
   }
 
@@ -350,7 +374,7 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     const base = { id: "chatcmpl-fake", object: "chat.completion.chunk", created: 1700000000, model: body.model };
     const chunk = (choices: unknown[], sent: number) => JSON.stringify({
       ...base, choices,
-      ...(continuous ? { usage: usage(body, sent) } : includeUsage ? { usage: null } : {}),
+      ...(continuous ? { usage: usage(body, sent, b) } : includeUsage ? { usage: null } : {}),
     });
     const write = (data: string) => { if (!res.destroyed) res.write(`data: ${rawUsage(data, b)}\n\n`); };
     const sleep = async (ms?: number) => { if (ms) await Bun.sleep(ms); return !res.destroyed; };
@@ -362,16 +386,16 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     const scripted = calls ? null : scriptedReply(body, b);
     if (calls || scripted) {
       const deltas: Array<Record<string, unknown>> = calls
-        ? calls.calls.flatMap((c, i) => {
+        ? [...calls.reasoning.map((p) => ({ [b.reasoningField ?? "reasoning_content"]: p })), ...calls.calls.flatMap((c, i) => {
           const args = c.function.arguments;
           const third = Math.ceil(args.length / 3) || 1;
           const pieces = [args.slice(0, third), args.slice(third, 2 * third), args.slice(2 * third)].filter((p) => p !== "");
           return [
-            { ...(i === 0 ? { role: "assistant", content: null } : {}), tool_calls: [{ index: i, id: c.id, type: "function", function: { name: c.function.name, arguments: "" } }] },
+            { tool_calls: [{ index: i, id: c.id, type: "function", function: { name: c.function.name, arguments: "" } }] },
             ...pieces.map((p) => ({ tool_calls: [{ index: i, function: { arguments: p } }] })),
           ];
-        })
-        : [...scripted!.reasoning.map((p) => ({ reasoning_content: p })), ...scripted!.pieces.map((p) => ({ content: p }))].map((d, i) => (i === 0 ? { role: "assistant", ...d } : d));
+        })].map((d, i) => (i === 0 ? { role: "assistant", content: null, ...d } : d))
+        : [...scripted!.reasoning.map((p) => ({ [b.reasoningField ?? "reasoning_content"]: p })), ...scripted!.pieces.map((p) => ({ content: p }))].map((d, i) => (i === 0 ? { role: "assistant", ...d } : d));
       const completion = calls ? calls.tokens : scripted!.reasoning.length + scripted!.pieces.length;
       for (let i = 0; i < deltas.length; i++) {
         if (i > 0 && !(await sleep(b.delayBetweenChunksMs))) return;
@@ -379,8 +403,9 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
       }
       if (!(await sleep(b.delayBetweenChunksMs))) return;
       const finish = calls ? "tool_calls" : scripted!.pieces.length === scripted!.max ? "length" : "stop";
-      write(chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: finish }], completion));
-      if (includeUsage) write(JSON.stringify({ ...base, choices: [], usage: usage(body, completion) }));
+      const matched = scripted?.stopped ? { stop_reason: scripted.stopped } : {};
+      write(chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: finish, ...matched }], completion));
+      if (includeUsage) write(JSON.stringify({ ...base, choices: [], usage: usage(body, completion, b) }));
       write("[DONE]");
       rec.completed = true;
       res.end();
@@ -416,7 +441,7 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     }
     if (!(await sleep(b.delayBetweenChunksMs))) return;
     write(chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: n === max ? "length" : "stop" }], n));
-    if (includeUsage) write(JSON.stringify({ ...base, choices: [], usage: usage(body, n) }));
+    if (includeUsage) write(JSON.stringify({ ...base, choices: [], usage: usage(body, n, b) }));
     write("[DONE]");
     rec.completed = true;
     res.end();
@@ -458,12 +483,16 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
       if (o?.model !== undefined) perModel.set(o.model, b);
       else defaultBehaviour = b;
     },
+    script(fn) {
+      scripted = fn;
+    },
     reset() {
       requests.length = 0;
       aborts.length = 0;
       load.peakInFlight = load.inFlight;
       defaultBehaviour = {};
       perModel = new Map();
+      scripted = null;
     },
     waitForAbort(requestId, timeoutMs = 2000) {
       const find = () => aborts.find((a) => requestId === undefined || a.requestId === requestId);

@@ -12,7 +12,9 @@ import { builtinPlugins } from "../../src/registry/builtin-plugins.ts";
 import { usd } from "../../src/registry/describe-model.ts";
 import { startFakeOpenAI, type FakeOpenAI } from "../fakes/openai-upstream.ts";
 import { spawnServer, type ChildServer } from "../support/child-server.ts";
-import { startTestServer } from "../support/harness.ts";
+import { startTestServer, testConfig } from "../support/harness.ts";
+import { buildModels } from "../../src/registry/build-models.ts";
+import { createLogger } from "../../src/logger.ts";
 
 let fake: FakeOpenAI;
 const dir = mkdtempSync(join(tmpdir(), "reelay-models-file-"));
@@ -63,6 +65,43 @@ describe("built-in models beside a models file", () => {
     const err = (doc: unknown) => { try { parseModelsFile(doc); } catch (e) { return e as ConfigError; } throw new Error("accepted"); };
     expect(err({ builtins: "no", models: [] }).key).toBe("builtins");
     expect(err({ builtin: false, models: [] })).toMatchObject({ key: "builtin", message: expect.stringContaining("builtins: false") });
+  });
+});
+
+describe("aliases", () => {
+  /** what boot says of this models file: the config is read (the file checked), then the models built (checked against the built-ins) */
+  const boot = async (doc: unknown) => {
+    try {
+      const config = testConfig({ REELAY_MODELS_FILE: modelsFile(`aliases-${Math.random().toString(36).slice(2)}.json`, doc) });
+      await (await buildModels(config, createLogger(config))).close();
+      return "booted";
+    } catch (e) {
+      return (e as Error).message;
+    }
+  };
+
+  test("an alias resolves to its model everywhere a model is named; the model keeps its id", async () => {
+    const registry = await buildModels(testConfig({ REELAY_MODELS_FILE: modelsFile("aliased.json", { builtins: false, models: [{ ...chatModel(), aliases: ["claude-sonnet-4-5", "gpt-4o"] }] }) }), createLogger(testConfig()));
+    try {
+      expect(registry.get("gpt-4o")).toBe(registry.get("chat-x")!);
+      expect(registry.get("claude-sonnet-4-5")).toMatchObject({ id: "chat-x", aliases: ["claude-sonnet-4-5", "gpt-4o"] });
+      expect(registry.list().map((m) => m.id)).toEqual(["chat-x"]);
+    } finally {
+      await registry.close();
+    }
+  });
+
+  test("a name that would belong to two models is refused at boot, naming both", async () => {
+    const other = { id: "chat-y", plugin: "openai-compatible", options: { baseUrl: "http://127.0.0.1:9/v1" }, pricing: {} };
+    expect(await boot({ models: [{ ...chatModel(), aliases: ["chat-y"] }, other] })).toBe('invalid configuration: models[0].aliases: "chat-y" (an alias of model "chat-x") is already the id of models[1] ("chat-y"); a name may belong to one model only');
+    expect(await boot({ models: [{ ...chatModel(), aliases: ["fast"] }, { ...other, aliases: ["fast"] }] })).toContain('models[1].aliases: "fast" (an alias of model "chat-y") is already an alias of models[0] (model "chat-x")');
+    expect(await boot({ models: [{ ...chatModel(), aliases: ["chat-x"] }] })).toContain('"chat-x" (an alias of model "chat-x") is already the id of models[0]');
+    // a built-in model's id is taken too (the file keeps the built-ins)
+    expect(await boot({ models: [{ ...chatModel(), aliases: ["use-lite"] }] })).toContain('"use-lite" (an alias of model "chat-x") is already the id of models[');
+    expect(await boot({ models: [{ ...chatModel(), aliases: ["ok", "ok"] }] })).toContain("models[0].aliases: expected a list of distinct model names");
+    expect(await boot({ models: [{ ...chatModel(), aliases: "claude" }] })).toContain("models[0].aliases: expected a list");
+    expect(await boot({ models: [{ ...chatModel(), aliases: ["bad name"] }] })).toContain("models[0].aliases: expected a list of distinct model names");
+    expect(await boot({ models: [{ ...chatModel(), aliases: ["claude"], fallbacks: ["claude"] }] })).toContain('model "chat-x" lists itself as a fallback (by its alias "claude")');
   });
 });
 

@@ -1,10 +1,10 @@
 /**
- * The README's models files (section "Models": the single-upstream example and the one with several
+ * The docs' models files (docs/configuration.md's example and docs/providers.md's several
  * deployments per model, with fallbacks) are valid as written: together they boot a registry with
  * every model, and the deployments show in the upstream report /admin/upstreams serves.
  */
 import { afterAll, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse } from "yaml";
@@ -13,16 +13,15 @@ import { buildModels } from "../../src/registry/build-models.ts";
 import { upstreamReport } from "../../src/registry/upstream-report.ts";
 import type { ModelRegistry } from "../../src/registry/model-registry.ts";
 import { testConfig } from "../support/harness.ts";
+import { blocksCheckedBy } from "./doc-blocks.ts";
 
-const ROOT = join(import.meta.dir, "../..");
 let registry: ModelRegistry | undefined;
 afterAll(() => registry?.close());
 
-test("the README's models examples boot together: deployments, routing options and fallbacks are valid", async () => {
-  const readme = readFileSync(join(ROOT, "README.md"), "utf8");
-  const section = readme.slice(readme.indexOf("### Models"), readme.indexOf("\n## ", readme.indexOf("### Models")));
-  const blocks = [...section.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => parse(m[1]!) as { models: unknown[] });
-  expect(blocks.length).toBe(2);
+test("the docs' models examples boot together: deployments, routing options and fallbacks are valid", async () => {
+  const checked = blocksCheckedBy("test/readme/models-example.test.ts");
+  expect(checked.map((b) => `${b.file} ${b.lang}`)).toEqual(["docs/configuration.md yaml", "docs/providers.md yaml"]);
+  const blocks = checked.map((b) => parse(b.code) as { models: unknown[] });
   const file = join(mkdtempSync(join(tmpdir(), "reelay-readme-models-")), "models.json");
   // local-llm checks that its GGUF file exists: the example's path is the operator's
   const models = blocks.flatMap((b) => b.models as Array<{ plugin: string }>).filter((m) => m.plugin !== "local-llm");

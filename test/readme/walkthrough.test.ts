@@ -1,48 +1,32 @@
 /**
- * The README's walkthrough, run as written so it cannot rot: the server is started with the
- * README's own command (`npm start`, on embedded PGlite), then every code block the README marks
- * with `<!-- readme-test: server running -->` runs against it (bash blocks in one shell session,
- * `ts` blocks with bun), the server is stopped, and the blocks marked
- * `<!-- readme-test: server stopped -->` run (the CLI on the same data directory).
+ * The README's tour and the docs' examples, run as written so they cannot rot (markers:
+ * test/readme/doc-blocks.ts). The server is started with the README's own command (`npm start`, on
+ * embedded PGlite), then every block marked `server running` runs against it — the README's in
+ * order, then the docs pages' — in one bash session in a directory of its own that has what the
+ * repository root has for the tour (`examples/photo.png`, `node_modules`); blocks marked `file NAME`
+ * are written there at their place. The server is stopped and the `server stopped` blocks run at the
+ * repository root (the CLI on the same data directory).
  *
- * Only marked blocks run: a new README section is not executed unless its author marks it. The
- * only edits to the text are the port (`localhost:8080` → the test's own free port) and, for the
- * TypeScript blocks, nothing at all. Nothing else is configured: no models file, so the SDK
- * example chats with the built-in `stories260k` a fresh clone has.
+ * The only edit to the text is the port (`localhost:8080` → the test's own free port). The shell's
+ * PATH has no node_modules/.bin in it, as a new user's has not. Nothing else is configured: no
+ * models file, so the chat and the SDK example use the built-in `stories260k` a fresh clone has.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import type { Subprocess } from "bun";
 import { freePort } from "../support/harness.ts";
 import { ffprobe } from "../../src/media/ffprobe.test-helper.ts";
+import { allBlocks, blocksOf, docFiles, ROOT, WALKED_PAGES, where, type DocBlock } from "./doc-blocks.ts";
 
-const ROOT = new URL("../../", import.meta.url).pathname;
-
-interface ReadmeBlock {
-  when: "server running" | "server stopped";
-  lang: string;
-  code: string;
-  line: number;
-}
-
-/** The fenced blocks right after a `<!-- readme-test: … -->` marker, in README order. */
-function markedBlocks(readme: string): ReadmeBlock[] {
-  const blocks: ReadmeBlock[] = [];
-  const marker = /^<!-- readme-test: (server running|server stopped) -->\n```(\w+)\n([\s\S]*?)\n```/gm;
-  for (const m of readme.matchAll(marker)) {
-    blocks.push({ when: m[1] as ReadmeBlock["when"], lang: m[2]!, code: m[3]!, line: readme.slice(0, m.index).split("\n").length });
-  }
-  const markers = readme.match(/^<!-- readme-test:[^>]*-->$/gm)?.length ?? 0; // on a line of its own
-  if (markers !== blocks.length) throw new Error(`README has ${markers} readme-test markers but ${blocks.length} are followed directly by a fenced block`);
-  return blocks;
-}
-
-async function run(cmd: string[], opts: { cwd: string; env: Record<string, string>; stdin?: string }) {
+async function run(cmd: string[], opts: { cwd: string; env: Record<string, string>; stdin?: string; killAfterMs?: number }) {
   const proc = Bun.spawn(cmd, { cwd: opts.cwd, env: opts.env, stdin: opts.stdin ? new TextEncoder().encode(opts.stdin) : "ignore", stdout: "pipe", stderr: "pipe" });
+  let killed = false;
+  const timer = opts.killAfterMs ? setTimeout(() => ((killed = true), proc.kill("SIGKILL")), opts.killAfterMs) : undefined;
   const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-  return { out, err, code };
+  clearTimeout(timer);
+  return { out, err, code, killed };
 }
 
 /** is `pid` our `ancestor` or one of its descendants? (npm start runs sh, which runs bun) */
@@ -55,28 +39,38 @@ function descendsFrom(pid: number, ancestor: number): boolean {
   return false;
 }
 
-const readme = readFileSync(join(ROOT, "README.md"), "utf8");
-const blocks = markedBlocks(readme);
-const admin = /ADMIN=(\S+)/.exec(blocks.find((b) => b.lang === "sh")?.code ?? "")?.[1];
+const blocks = allBlocks();
+const readmeBlocks = blocksOf("README.md");
+const startBlock = readmeBlocks.find((b) => b.marker?.kind === "starts the server");
+/** the README's start command, without the `npm install &&` before it (the suite runs installed) */
+const startCommand = startBlock?.code.split("\n").find((l) => /\bnpm start$/.test(l))?.replace(/^npm install && /, "");
+const admin = /REELAY_ADMIN_TOKEN=(\S+)/.exec(startCommand ?? "")?.[1];
 const port = freePort();
 const work = mkdtempSync(join(tmpdir(), "reelay-readme-"));
 const dataDir = join(work, "data");
 let server: Subprocess<"ignore", "pipe", "pipe"> | undefined;
 let serverPid = 0;
 let serverOut = "";
-const baseEnv = () => ({
-  PATH: process.env.PATH ?? "",
-  HOME: process.env.HOME ?? work,
-  REELAY_ADMIN_TOKEN: admin!,
-  REELAY_DATA_DIR: dataDir,
-  REELAY_PLUGINS_DIR: "/nonexistent-reelay-plugins",
-  REELAY_LOG_FORMAT: "json",
-});
+/** a new user's PATH: npm and the system's tools, not the repository's node_modules/.bin */
+const userPath = (process.env.PATH ?? "").split(":").filter((p) => !p.includes("node_modules")).join(":");
+const baseEnv = () => ({ PATH: userPath, HOME: process.env.HOME ?? work, REELAY_DATA_DIR: dataDir, REELAY_PLUGINS_DIR: "/nonexistent-reelay-plugins", REELAY_LOG_FORMAT: "json" });
 const onOurPort = (code: string) => code.replaceAll("http://localhost:8080", `http://127.0.0.1:${port}`);
+const byKind = (kind: string) => blocks.filter((b) => b.marker?.kind === kind);
+
+/** The blocks as one bash script: shell blocks as they are, `file` blocks written to their file. */
+function script(of: DocBlock[]): string {
+  return of
+    .map((b) => (b.marker?.kind === "file" ? `cat > ${b.marker.name} <<'READMEBLOCK_EOF'\n${onOurPort(b.code)}\nREADMEBLOCK_EOF` : `# ${where(b)}\n${onOurPort(b.code)}`))
+    .join("\n");
+}
 
 beforeAll(async () => {
+  // the tour's working directory: what it uses from the repository root
+  mkdirSync(join(work, "examples"));
+  copyFileSync(join(ROOT, "examples/photo.png"), join(work, "examples/photo.png"));
+  symlinkSync(join(ROOT, "node_modules"), join(work, "node_modules"));
   // the README's command, on a port of our own
-  server = Bun.spawn(["npm", "start"], { cwd: ROOT, env: { ...baseEnv(), PORT: String(port), HOST: "127.0.0.1" }, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  server = Bun.spawn(["bash", "-c", startCommand!], { cwd: ROOT, env: { ...baseEnv(), PORT: String(port), HOST: "127.0.0.1" }, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
   const pump = async (s: ReadableStream<Uint8Array>) => { for await (const c of s) serverOut += new TextDecoder().decode(c); };
   void pump(server.stdout);
   void pump(server.stderr);
@@ -100,53 +94,112 @@ afterAll(async () => {
   rmSync(work, { recursive: true, force: true });
 });
 
-test("the README marks the walkthrough, the CLI and the SDK example for this test", () => {
-  expect(admin).toBeString();
-  expect(blocks.map((b) => `${b.when}/${b.lang}`)).toEqual(["server running/sh", "server stopped/sh", "server running/ts"]);
+describe("the docs say how each block is checked", () => {
+  test("the README starts the server with one command, and its tour, SDK example and CLI blocks are marked to run here", () => {
+    expect(startCommand).toBe("REELAY_ADMIN_TOKEN=change-me-to-a-long-secret npm start");
+    expect(readmeBlocks.map((b) => (b.marker?.kind === "file" ? `file ${b.marker.name}` : b.marker?.kind))).toEqual([
+      "starts the server", "server running", "server running", "server running", "server running", "file tour.ts", "server running",
+    ]);
+    expect(byKind("server stopped").map(where)).toEqual([expect.stringMatching(/^docs\/operations\.md:/)]);
+  });
+
+  test("every block of the README and of the pages moved out of it carries a marker", () => {
+    const unmarked = blocks.filter((b) => WALKED_PAGES.includes(b.file) && !b.marker).map(where);
+    // mark each: `<!-- readme-test: server running -->` to run it here, or
+    // `<!-- readme-test: checked by test/….test.ts -->` naming the test that reads and checks it
+    expect(unmarked).toEqual([]);
+    for (const page of WALKED_PAGES) expect(existsSync(join(ROOT, page))).toBe(true);
+  });
+
+  test("a block checked by another test names a test that exists and reads that page", () => {
+    for (const b of blocks) {
+      if (b.marker?.kind !== "checked by") continue;
+      const path = join(ROOT, b.marker.test);
+      expect({ block: where(b), exists: existsSync(path) }).toEqual({ block: where(b), exists: true });
+      expect({ block: where(b), readsIt: readFileSync(path, "utf8").includes(`blocksCheckedBy(`) }).toEqual({ block: where(b), readsIt: true });
+    }
+  });
+
+  test("every relative link of the README and the docs pages points at a file that exists, and a #fragment at a heading of it", () => {
+    const slug = (h: string) => h.toLowerCase().replace(/[`*]/g, "").replace(/[^\p{L}\p{N} _-]/gu, "").trim().replace(/ /g, "-");
+    const headings = (file: string) => new Set(readFileSync(file, "utf8").split("\n").filter((l) => /^#{1,6} /.test(l)).map((l) => slug(l.replace(/^#+ /, ""))));
+    const broken: string[] = [];
+    for (const file of docFiles()) {
+      const text = readFileSync(join(ROOT, file), "utf8").replace(/^```[\s\S]*?^```/gm, "");
+      for (const m of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+        const url = m[1]!;
+        if (/^[a-z]+:/.test(url)) continue;
+        const [path, fragment] = url.split("#");
+        const target = path ? join(ROOT, dirname(file), path) : join(ROOT, file);
+        if (!existsSync(target)) broken.push(`${file}: ${url} (no such file)`);
+        else if (fragment && statSync(target).isFile() && !headings(target).has(fragment)) broken.push(`${file}: ${url} (no such heading)`);
+      }
+    }
+    expect(broken).toEqual([]);
+  });
 });
 
-test("the walkthrough runs as written against `npm start`, then the CLI on the stopped server's data", async () => {
-  const env = { ...baseEnv() };
-  // bash blocks: one session, strict mode; the sample image is found where the README says
-  mkdirSync(join(work, "examples"));
-  copyFileSync(join(ROOT, "examples/photo.png"), join(work, "examples/photo.png"));
-  const shRunning = blocks.filter((b) => b.when === "server running" && b.lang === "sh").map((b) => onOurPort(b.code)).join("\n");
-  const walk = await run(["bash", "-euo", "pipefail", "-s"], { cwd: work, env, stdin: `${shRunning}\nprintf '\\n__KEY=%s\\n' "$KEY"\n` });
+describe("the tour's video block with a photo of one's own (its PHOTO line changed, as it invites)", () => {
+  const [accountBlock] = byKind("server running");
+  const videoBlock = readmeBlocks.find((b) => b.code.includes("PHOTO="))!;
+  const withPhoto = (path: string) => script([accountBlock!]) + "\n" + onOurPort(videoBlock.code).replace(/^PHOTO=\S+/m, `PHOTO=${path}`);
+
+  test("a multi-megabyte JPEG from a camera goes through: the body is sent from a file, not the command line", async () => {
+    const photo = join(work, "camera.jpg"); // 4032×3024, a phone camera's size, with noise so that it does not compress away
+    const ff = Bun.spawnSync(["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=4032x3024:rate=1,noise=alls=10:allf=t", "-frames:v", "1", "-q:v", "2", photo]);
+    expect(ff.exitCode).toBe(0);
+    expect(statSync(photo).size).toBeGreaterThan(3_000_000);
+    const r = await run(["bash", "-euo", "pipefail", "-s"], { cwd: work, env: baseEnv(), stdin: withPhoto(photo) });
+    expect({ code: r.code, err: r.err }).toEqual({ code: 0, err: "" });
+    expect(r.out).toMatch(/^\{"id":"vid_\w+","status":"completed",/m);
+    const mp4 = await ffprobe(new Uint8Array(readFileSync(join(work, "out.mp4"))));
+    expect(mp4.streams[0]).toMatchObject({ codec_name: "h264" });
+  }, 120_000);
+
+  test("a refused submit ends the block with reelay's message, pasted into a shell that goes on after errors", async () => {
+    writeFileSync(join(work, "notes.txt"), "not a photo\n");
+    // plain bash, no -e: an interactive shell goes on after a failed command
+    const r = await run(["bash", "-s"], { cwd: work, env: baseEnv(), stdin: withPhoto("notes.txt"), killAfterMs: 60_000 });
+    expect(r.killed).toBe(false); // it ended by itself: no endless poll
+    expect(r.err).toContain("jq: error");
+    expect(r.err).toMatch(/PNG, JPEG or WebP/); // invalid_image's message
+    expect(r.out).not.toContain('"status":"queued"');
+  }, 90_000);
+});
+
+test("the tour and the docs' examples run as written against `npm start`, then the CLI on the stopped server's data", async () => {
+  const env = baseEnv();
+  const running = blocks.filter((b) => ["server running", "file"].includes(b.marker?.kind ?? ""));
+  const walk = await run(["bash", "-euo", "pipefail", "-s"], { cwd: work, env, stdin: `${script(running)}\nprintf '\\n__KEY=%s\\n' "$KEY"\n` });
   expect({ code: walk.code, err: walk.err }).toEqual({ code: 0, err: "" });
   const key = /__KEY=(\S+)/.exec(walk.out)![1]!;
   expect(key).toStartWith("rl-");
-  expect(walk.out).toMatch(/vid_\w+: completed/);
+
+  // every answer printed as JSON stands on a line of its own (ends with a newline)
+  const jsonish = walk.out.split("\n").filter((l) => l.startsWith("{"));
+  expect(jsonish.filter((l) => { try { return (JSON.parse(l), false); } catch { return true; } })).toEqual([]);
   expect(walk.out).toContain('{"id":"use-lite","capabilities":["embeddings"]}');
-  const job = JSON.parse(readFileSync(join(work, "job.json"), "utf8"));
-  expect(job.status).toBe("completed");
+  expect(walk.out).toContain('{"prompt_tokens":10,"total_tokens":10}'); // the two sentences' tokens
+  expect(walk.out).toMatch(/^\{"id":"vid_\w+","status":"completed",/m);
+  expect(walk.out).toContain("event: video.generation.completed"); // docs/video.md's progress stream
   const mp4 = await ffprobe(new Uint8Array(readFileSync(join(work, "out.mp4"))));
   expect(mp4.streams[0]).toMatchObject({ codec_name: "h264", width: 480, height: 832 });
 
-  // TypeScript blocks with bun, from inside the repository so `openai` resolves
-  const tsDir = join(ROOT, "node_modules/.cache/reelay-readme-test");
-  mkdirSync(tsDir, { recursive: true });
-  for (const [i, b] of blocks.filter((x) => x.when === "server running" && x.lang === "ts").entries()) {
-    const file = join(tsDir, `block-${process.pid}-${i}.ts`);
-    writeFileSync(file, onOurPort(b.code));
-    const r = await run(["bun", file], { cwd: ROOT, env: { ...env, KEY: key } }).finally(() => rmSync(file, { force: true }));
-    expect({ line: b.line, code: r.code, err: r.err }).toEqual({ line: b.line, code: 0, err: "" });
-    // the embedding's length and prompt tokens, then stories260K's story and its usage chunk
-    const printed = /^512 5\n([\s\S]+)\n\((\d+) prompt \+ (\d+) completion tokens\)\n$/.exec(r.out);
-    expect(printed, r.out).not.toBeNull();
-    expect(printed![1]!.trim().split(/\s+/).length).toBeGreaterThan(3);
-    expect(Number(printed![3])).toBeGreaterThan(0);
-    expect(Number(printed![3])).toBeLessThanOrEqual(40);
-    // billed to the key's account like any chat
-    const usage = (await (await fetch(`http://127.0.0.1:${port}/v1/usage`, { headers: { authorization: `Bearer ${key}` } })).json()) as { data: any[] };
-    expect(usage.data[0]).toMatchObject({ kind: "chat", model: "stories260k", prompt_tokens: Number(printed![2]), completion_tokens: Number(printed![3]), token_source: "local", status: 200 });
-  }
+  // the SDK example, run with `npx bun tour.ts`: the embedding's length and prompt tokens, then
+  // stories260K's story and its usage chunk
+  const printed = /^512 5\n([\s\S]+?)\n\((\d+) prompt \+ (\d+) completion tokens\)$/m.exec(walk.out);
+  expect(printed, walk.out).not.toBeNull();
+  expect(printed![1]!.trim().split(/\s+/).length).toBeGreaterThan(3);
+  expect(Number(printed![3])).toBeGreaterThan(0);
+  expect(Number(printed![3])).toBeLessThanOrEqual(40);
+  const usage = (await (await fetch(`http://127.0.0.1:${port}/v1/usage`, { headers: { authorization: `Bearer ${key}` } })).json()) as { data: any[] };
+  expect(usage.data[0]).toMatchObject({ kind: "chat", model: "stories260k", prompt_tokens: Number(printed![2]), completion_tokens: Number(printed![3]), token_source: "local", status: 200 });
 
   // stop the server (PGlite: one process at a time), then the CLI blocks on its data
   process.kill(serverPid, "SIGTERM");
   await server!.exited;
   serverPid = 0;
-  const shStopped = blocks.filter((b) => b.when === "server stopped").map((b) => b.code).join("\n");
-  const cli = await run(["bash", "-euo", "pipefail", "-s"], { cwd: ROOT, env, stdin: shStopped });
+  const cli = await run(["bash", "-euo", "pipefail", "-s"], { cwd: ROOT, env, stdin: script(byKind("server stopped")) });
   expect({ code: cli.code, err: cli.err }).toEqual({ code: 0, err: "" });
   expect(cli.out).toContain('"balance": 14750000'); // 5 USD + 10 USD granted − 0.25 USD adjusted
   expect(cli.out).toContain("keys create --account ACCOUNT_ID"); // help

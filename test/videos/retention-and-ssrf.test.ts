@@ -58,7 +58,7 @@ describe("image_url SSRF guard", () => {
 });
 
 describe("retention", () => {
-  test("a completed result is served until expires_at, then 410 video_expired; the sweeper drops the bytes", async () => {
+  test("a completed result is served until expires_at, then 410 video_expired; the sweeper deletes its objects from the blob store", async () => {
     const c = await s.newClient({ credits: 1_000_000 });
     const api = client(s.url, c.key);
     const sub: any = await (await api.submit({ model: "instant", prompt: "x", image: IMG, seconds: 2 })).json();
@@ -76,11 +76,11 @@ describe("retention", () => {
     try {
       let row: any;
       for (let i = 0; i < 80; i++) {
-        [row] = await sql`SELECT status, result IS NULL AS gone FROM video_jobs WHERE id = ${sub.id}`;
-        if (row.status === "expired") break;
+        [row] = await sql`SELECT status, blob_store IS NULL AS gone, (SELECT count(*)::int FROM blobs WHERE key LIKE ${`videos/${sub.id}/%`}) AS objects FROM video_jobs WHERE id = ${sub.id}`;
+        if (row.status === "expired" && row.gone) break;
         await Bun.sleep(100);
       }
-      expect(row).toEqual({ status: "expired", gone: true });
+      expect(row).toEqual({ status: "expired", gone: true, objects: 0 });
     } finally {
       await sql.end();
     }

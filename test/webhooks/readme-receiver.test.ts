@@ -1,12 +1,15 @@
 /**
- * The README's webhook receiver is examples/webhook-receiver.ts, verbatim; here it runs as its own
- * process against a real reelay: it accepts reelay's signed event and refuses a forged one.
+ * docs/webhooks.md's examples against a real reelay: its receiver is examples/webhook-receiver.ts,
+ * verbatim, and runs as its own process (it accepts reelay's signed event and refuses a forged one);
+ * its `curl` creating an endpoint runs as written (the receiver's URL for the example's host) and
+ * answers what the page shows; its sample event has the shape of a real delivery.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { startTestServer, type TestServer } from "../support/harness.ts";
 import { client, pngBase64, scriptedEnv } from "../videos/support.ts";
-import { until } from "./receiver.ts";
+import { blocksCheckedBy } from "../readme/doc-blocks.ts";
+import { startReceiver, until } from "./receiver.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 let s: TestServer;
@@ -21,9 +24,43 @@ beforeAll(async () => {
 });
 afterAll(() => s?.close());
 
-test("the README shows examples/webhook-receiver.ts as it is", () => {
-  const readme = readFileSync(ROOT + "README.md", "utf8");
-  expect(readme).toContain("```ts\n" + readFileSync(ROOT + "examples/webhook-receiver.ts", "utf8") + "```");
+const [curlBlock, eventBlock, receiverBlock] = blocksCheckedBy("test/webhooks/readme-receiver.test.ts");
+
+/** every key path of a JSON value ("data.urls.poll"), arrays as their first element */
+function shape(v: unknown, at = ""): string[] {
+  if (Array.isArray(v)) return v.length ? shape(v[0], at + "[]") : [at + "[]"];
+  if (v && typeof v === "object") return Object.entries(v).flatMap(([k, x]) => shape(x, at ? `${at}.${k}` : k)).sort();
+  return [at];
+}
+
+test("docs/webhooks.md shows examples/webhook-receiver.ts as it is", () => {
+  expect([curlBlock?.lang, eventBlock?.lang, receiverBlock?.lang]).toEqual(["sh", "json", "ts"]);
+  expect(receiverBlock!.code + "\n").toBe(readFileSync(ROOT + "examples/webhook-receiver.ts", "utf8"));
+});
+
+test("the page's curl creates an endpoint and answers what the page shows; a delivery has the sample event's shape", async () => {
+  const c = await s.newClient();
+  const hooks = startReceiver();
+  try {
+    const curl = curlBlock!.code.replaceAll("https://hooks.example.com/reelay", `${hooks.url}/reelay`);
+    // asynchronously: the server answering it runs in this process
+    const proc = Bun.spawn(["bash", "-euo", "pipefail", "-c", curl], { env: { PATH: process.env.PATH!, R: s.url, KEY: c.key }, stdout: "pipe", stderr: "pipe" });
+    const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+    expect(err).toBe("");
+    const created = JSON.parse(out);
+    const shown = JSON.parse(curlBlock!.code.slice(curlBlock!.code.indexOf("# → ") + 4).replace(/^#\s*/gm, "").replaceAll("…", ""));
+    expect(Object.keys(created).sort()).toEqual(Object.keys(shown).sort());
+    expect(created).toMatchObject({ object: "webhook_endpoint", url: `${hooks.url}/reelay`, events: shown.events, enabled: true, disabled_reason: null });
+    expect(created.secret).toStartWith("whsec_");
+
+    const job = ((await (await client(s.url, c.key).submit({ model: "fast", prompt: "p", image: pngBase64(), seconds: 1 })).json()) as any).id;
+    const [delivery] = await hooks.waitFor((rs) => rs.some((x) => x.body.includes(job)));
+    const real = JSON.parse(hooks.requests.find((x) => x.body.includes(job))!.body);
+    expect(shape(real)).toEqual(shape(JSON.parse(eventBlock!.code)));
+    expect(delivery).toBeDefined();
+  } finally {
+    await hooks.stop();
+  }
 });
 
 test("the example receiver verifies reelay's delivery and refuses a forged one", async () => {

@@ -139,7 +139,18 @@ export interface VideoRequest {
   seconds: number;
   seed: number;
   steps?: number;
+  /**
+   * after SDK 1.1.0, only for a capability with `remix: true`: this job remixes an earlier job of the same
+   * model (POST /v1/videos/{id}/remix): its id and the handle your submit() gave it. `image` is then
+   * the earlier job's source image.
+   */
+  remixOf?: { jobId: string; handle: string };
 }
+
+/** The sizes a video capability takes unless it says otherwise: the first API's three. */
+export const DEFAULT_VIDEO_SIZES: readonly string[] = ["480x832", "832x480", "624x624"];
+/** The clip lengths, in whole seconds, a video capability takes unless it says otherwise: 1 to 10. */
+export const DEFAULT_VIDEO_SECONDS: readonly number[] = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
 
 export type VideoPollResult =
   | { state: "queued" }
@@ -167,6 +178,16 @@ export interface VideoCapability {
   maxQueued?: number;
   /** how long to wait between polls of one job, ms */
   pollIntervalMs?: number;
+  /**
+   * after SDK 1.1.0: the output sizes ("WIDTHxHEIGHT", even numbers) this model renders; requests for any
+   * other are refused with a 400 listing these. Default DEFAULT_VIDEO_SIZES. The models file may
+   * narrow them (`sizes`), never widen them.
+   */
+  sizes?: readonly string[];
+  /** after SDK 1.1.0: the clip lengths in whole seconds this model renders; default DEFAULT_VIDEO_SECONDS (1–10). The models file may narrow them. */
+  seconds?: readonly number[];
+  /** after SDK 1.1.0: submit() can remix an earlier job of this model (VideoRequest.remixOf); without it POST /v1/videos/{id}/remix is a 400 */
+  remix?: boolean;
   /** submit a job; returns an opaque string handle the host saves before doing anything else */
   submit(req: VideoRequest, call: CallOptions): Promise<{ handle: string }>;
   poll(handle: string, call: CallOptions): Promise<VideoPollResult>;

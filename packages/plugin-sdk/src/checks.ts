@@ -5,6 +5,7 @@
  * Each returns null when the value is fine, else the problem in words.
  */
 import { MAX_HANDLE_LENGTH, type ModelInstance } from "./capabilities.ts";
+import { isVideoSize } from "./pricing.ts";
 
 export interface UsageAllowance {
   /** the most prompt tokens the request may be billed for */
@@ -153,7 +154,15 @@ export function problemsWithInstance(instance: unknown): string[] {
     if (!fn(i.video.submit) || !fn(i.video.poll)) problems.push("video needs submit() and poll() functions");
     if (i.video.cancel !== undefined && !fn(i.video.cancel)) problems.push("video.cancel is not a function");
     for (const k of ["maxConcurrency", "maxQueued", "pollIntervalMs"] as const) if (!positiveInt(i.video[k])) problems.push(`video.${k} must be a positive integer`);
+    if (i.video.sizes !== undefined && (!Array.isArray(i.video.sizes) || i.video.sizes.length === 0 || i.video.sizes.some((v) => !isVideoSize(v)))) {
+      problems.push(`video.sizes must be a non-empty list of "WIDTHxHEIGHT" sizes with even numbers from 16 to 4096 (got ${show(i.video.sizes)})`);
+    }
+    if (i.video.seconds !== undefined && (!Array.isArray(i.video.seconds) || i.video.seconds.length === 0 || i.video.seconds.some((v) => !Number.isSafeInteger(v) || v < 1 || v > 3600))) {
+      problems.push(`video.seconds must be a non-empty list of whole seconds from 1 to 3600 (got ${show(i.video.seconds)})`);
+    }
+    if (i.video.remix !== undefined && typeof i.video.remix !== "boolean") problems.push("video.remix must be true or false");
   }
   for (const k of ["load", "unload", "close"] as const) if (i[k] !== undefined && !fn(i[k])) problems.push(`${k} is not a function`);
   return problems;
 }
+

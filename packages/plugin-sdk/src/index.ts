@@ -6,7 +6,7 @@
 export { PLUGIN_API_VERSION, SDK_VERSION } from "./version.ts";
 export { definePlugin, type ReelayPlugin, type PluginDefinition, type OptionsOf, type PluginContext, type HostServices, type DecodedImage, type ModelDeclaration, type ModelPricing } from "./plugin.ts";
 export {
-  CAPABILITIES, MAX_HANDLE_LENGTH,
+  CAPABILITIES, MAX_HANDLE_LENGTH, DEFAULT_VIDEO_SIZES, DEFAULT_VIDEO_SECONDS,
   type Capability, type CallOptions, type PluginLogger, type ModelInstance,
   type ChatCapability, type ChatResult, type ChatStreamEvent, type TokenUsage,
   type EmbeddingsCapability, type EmbeddingsRequest, type EmbeddingsResult,
@@ -22,6 +22,7 @@ export { readNdjson, type NdjsonOptions } from "./ndjson.ts";
 export { chatChunks, chunkEvent, usageOf, DONE_EVENT, type ChunkOptions } from "./chunks.ts";
 export { SafeFetchError, isSafeFetchError, downloadFailure, readBodyCapped, SAFE_FETCH_ERROR_BRAND, type SafeFetchOptions, type SafeFetchErrorCode } from "./safe-fetch.ts";
 export { problemWithUsage, problemWithChatResult, problemWithStreamEvent, problemWithEmbeddings, problemWithHandle, problemWithPollResult, problemsWithInstance, isMp4, show, type UsageAllowance } from "./checks.ts";
+export { problemsWithPricing, isVideoSize } from "./pricing.ts";
 export { Type, type Static, type TSchema, type TObject } from "./options.ts";
 export { workerUrl } from "./worker-url.ts";
 export { checkOptions, type OptionProblem } from "./option-check.ts";

@@ -18,6 +18,11 @@ export interface ModelPricing {
   outputPerMillion?: number;
   /** video: per second of output */
   perSecond?: number;
+  /**
+   * video: per second of output at a given size ("1280x720": 100000), over `perSecond` for that
+   * size (after SDK 1.1.0). Every size the model takes needs a price here or a `perSecond`.
+   */
+  perSecondBySize?: Record<string, number>;
 }
 
 /** A model a plugin declares by itself (served without any config entry). */

@@ -6,4 +6,5 @@ export * from "./video-jobs.ts";
 export * from "./usage-rollups.ts";
 export * from "./webhooks.ts";
 export * from "./responses.ts";
+export * from "./blobs.ts";
 export * from "./budgets.ts";

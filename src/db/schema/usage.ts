@@ -25,6 +25,8 @@ export const usageRecords = pgTable(
     tokenSource: text("token_source"),
     /** video: seconds of output */
     seconds: integer("seconds"),
+    /** video: which price applied, e.g. "perSecondBySize[1280x720]=100000" or "perSecond=30000" (micro-dollars per second) */
+    priceBasis: text("price_basis"),
     /** micro-dollars charged */
     cost: bigint("cost", { mode: "number" }).notNull(),
     /** HTTP status returned (or 200 for completed jobs, 500 for failed ones) */

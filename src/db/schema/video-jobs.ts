@@ -42,8 +42,7 @@ export const videoJobs = pgTable(
     seconds: integer("seconds").notNull(),
     width: integer("width").notNull(),
     height: integer("height").notNull(),
-    /** source image, validated at submit; dropped when the job ends */
-    image: bytea("image"),
+    /** the source image's type (null: the job has none); its bytes are the blob `videos/<id>/source`, deleted when the job ends */
     imageMime: text("image_mime").$type<ImageMime>(),
     holdId: text("hold_id"),
     /** client's Idempotency-Key and a hash of the request body it came with */
@@ -63,8 +62,16 @@ export const videoJobs = pgTable(
     progress: real("progress"),
     errorCode: text("error_code"),
     errorMessage: text("error_message"),
-    /** the MP4, kept until expires_at */
-    result: bytea("result"),
+    /** the blob store holding this job's objects ("postgres" | "s3"; null: none stored) — a job stays readable after the operator switches stores */
+    blobStore: text("blob_store"),
+    /** the MP4's size in bytes once stored (blob `videos/<id>/video.mp4`, kept until expires_at) */
+    resultSize: bigint("result_size", { mode: "number" }),
+    /** the downloadable variants stored beside the MP4 ("thumbnail", "spritesheet") */
+    variants: text("variants").array(),
+    /** pricing applied to the hold: "perSecond" or "perSecondBySize[<size>]" */
+    priceBasis: text("price_basis"),
+    /** the job this one remixes (POST /v1/videos/{id}/remix) */
+    remixedFrom: text("remixed_from"),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
     startedAt: timestamp("started_at", { withTimezone: true }),
     completedAt: timestamp("completed_at", { withTimezone: true }),
@@ -81,5 +88,7 @@ export const videoJobs = pgTable(
     // the per-key concurrent-jobs check at submit counts these; without it each submit scans the table
     index("video_jobs_active_key_idx").on(t.keyId).where(sql`${t.status} IN (${active})`),
     index("video_jobs_expiry_idx").on(t.expiresAt).where(sql`${t.status} = 'completed'`),
+    // the retention sweep looks for final jobs whose objects are still stored; without it, a scan of every job every 5 s
+    index("video_jobs_stored_objects_idx").on(t.completedAt).where(sql`${t.blobStore} IS NOT NULL AND ${t.status} IN ('expired', 'failed')`),
   ],
 );

@@ -19,6 +19,7 @@ export const UsageRecord = t.Object({
   reported_tokens: t.Nullable(t.Integer()),
   token_source: t.Nullable(t.String()),
   seconds: t.Nullable(t.Integer()),
+  price_basis: t.Nullable(t.String({ description: "video: the price that applied, e.g. `perSecondBySize[1280x720]=100000` or `perSecond=30000` (micro-dollars per second)" })),
   cost: t.Integer({ description: "micro-dollars" }),
   status: t.Integer(),
   disconnected: t.Boolean(),

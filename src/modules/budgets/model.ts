@@ -49,6 +49,7 @@ const Prices = t.Object({
   inputPerMillion: t.Optional(JsonInteger({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })),
   outputPerMillion: t.Optional(JsonInteger({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })),
   perSecond: t.Optional(JsonInteger({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })),
+  perSecondBySize: t.Optional(t.Record(t.String(), JsonInteger({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }), { description: "per second of video at a size (\"1280x720\")" })),
 }, { description: "micro-dollars per million tokens, or per second of video; taken as they are (not adjusted)" });
 
 export const PlanBody = t.Object(
@@ -66,7 +67,7 @@ export const PlanView = t.Object(
     object: t.Literal("price_plan"),
     name: t.Nullable(t.String()),
     adjustment_percent: t.Number(),
-    models: t.Record(t.String(), t.Record(t.String(), t.Integer())),
+    models: t.Record(t.String(), t.Record(t.String(), t.Unknown())),
     source: t.UnionEnum(["file", "api"], { description: "file: defined in the models file (read-only here)" }),
     accounts: t.Optional(t.Integer({ description: "accounts on the plan" })),
   },

@@ -32,6 +32,8 @@ export interface ChatStreamRewriter {
   done(billed: BilledChat): Promise<string> | string;
   /** the chat stream broke after it started: the client's error events */
   failed(error: StreamError, billed: BilledChat): Promise<string> | string;
+  /** sent when nothing went out for `everyMs` while the upstream is quiet (Anthropic's `ping`), so idle-timeouts between here and the client keep the stream */
+  keepAlive?: { everyMs: number; event: string };
 }
 
 const encoder = new TextEncoder();
@@ -52,11 +54,23 @@ export async function streamViaChat(deps: AppDeps, call: ChatCall, rewriter: Cha
   const events: EventSourceMessage[] = [];
   const parser = createParser({ onEvent: (e) => events.push(e) });
 
+  // keep-alive: one timer per stream, sending only while a pull waits on a quiet upstream (the
+  // client is then waiting for data, so the event goes straight to it), never after the last event
+  let waiting = false;
+  let lastSent = performance.now();
+  let keepAlive: ReturnType<typeof setInterval> | undefined;
+  let quiet = false;
+  const stop = () => {
+    quiet = true;
+    clearInterval(keepAlive);
+  };
+
   // An error event is held until the chat stream ends: an upstream's own error event is relayed as
   // a chunk and followed by the relay's error event, sent after the request was billed.
   let pendingError: StreamError | null = null;
   const rewrite = async (e: EventSourceMessage): Promise<string> => {
     if (e.data === "[DONE]") {
+      stop();
       const error = pendingError;
       pendingError = null;
       return error ? rewriter.failed(error, billed) : rewriter.done(billed);
@@ -70,27 +84,43 @@ export async function streamViaChat(deps: AppDeps, call: ChatCall, rewriter: Cha
   };
 
   let cancelled = false;
+  const send = (controller: ReadableStreamDefaultController<Uint8Array>, text: string) => {
+    controller.enqueue(encoder.encode(text));
+    if (keepAlive) lastSent = performance.now();
+  };
   const body = new ReadableStream<Uint8Array>(
     {
+      start(controller) {
+        const k = rewriter.keepAlive;
+        if (!k) return;
+        keepAlive = setInterval(() => {
+          if (waiting && !quiet && !cancelled && performance.now() - lastSent >= k.everyMs) send(controller, k.event);
+        }, k.everyMs / 2);
+      },
       async pull(controller) {
         try {
           for (;;) {
+            waiting = true;
             const r = await reader.read();
+            waiting = false;
             if (cancelled) return; // the client went away while the chat stream was read: nothing more to send
             if (r.done) {
               // the chat stream ended: after [DONE], after its error event, or because the client left (cancelled above)
               const error = pendingError;
               pendingError = null;
               const tail = error ? await rewriter.failed(error, billed) : "";
-              if (tail) controller.enqueue(encoder.encode(tail));
+              if (tail) send(controller, tail);
+              stop();
               return controller.close();
             }
             parser.feed(decoder.decode(r.value, { stream: true }));
             let out = "";
             for (const e of events.splice(0)) out += await rewrite(e);
-            if (out) return controller.enqueue(encoder.encode(out));
+            if (out) return send(controller, out);
           }
         } catch (err) {
+          waiting = false;
+          stop();
           if (cancelled) return;
           // a bug in a rewriter: stop the chat stream too (its upstream is aborted, delivered tokens billed)
           deps.logger.error({ err, requestId: call.requestId }, "stream rewrite failed");
@@ -100,6 +130,7 @@ export async function streamViaChat(deps: AppDeps, call: ChatCall, rewriter: Cha
       },
       cancel: (reason) => {
         cancelled = true;
+        stop();
         return reader.cancel(reason);
       },
     },

@@ -28,6 +28,7 @@ export class DeliveryCount {
       const d = c?.delta;
       if (typeof d?.content === "string") this.text += d.content;
       if (typeof d?.reasoning_content === "string") this.text += d.reasoning_content;
+      else if (typeof d?.reasoning === "string") this.text += d.reasoning; // the newer name (vLLM ≥ 0.10, Ollama, OpenRouter)
       for (const tc of Array.isArray(d?.tool_calls) ? d.tool_calls : []) if (typeof tc?.function?.arguments === "string") this.text += tc.function.arguments;
     }
     const u = json?.usage;

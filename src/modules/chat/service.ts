@@ -229,6 +229,7 @@ export function completionText(completion: any): string {
     const m = c?.message;
     if (typeof m?.content === "string") text += m.content;
     if (typeof m?.reasoning_content === "string") text += m.reasoning_content;
+    else if (typeof m?.reasoning === "string") text += m.reasoning;
     for (const tc of Array.isArray(m?.tool_calls) ? m.tool_calls : []) if (typeof tc?.function?.arguments === "string") text += tc.function.arguments;
   }
   return text;

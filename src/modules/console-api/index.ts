@@ -93,7 +93,7 @@ export const consoleApiRoutes = (deps: AppDeps) => {
       detail: { summary: "List video jobs (all accounts)", description: "Video jobs across accounts, newest first, filtered by account, key, model, status (no result bytes)", security },
       response: { 200: AdminJobList, ...adminErrors },
     })
-    .get("/videos/:id", async ({ params }) => ({ ...(await getVideo(db, params.id, await jobAccount(db, params.id))), account_id: await jobAccount(db, params.id) }), {
+    .get("/videos/:id", async ({ params }) => ({ ...(await getVideo(deps, params.id, await jobAccount(db, params.id))), account_id: await jobAccount(db, params.id) }), {
       params: t.Object({ id: t.String({ maxLength: 64 }) }),
       detail: { summary: "Get any account's video job", description: "One video job of any account, as its owner sees it (completed: data[0].b64_json MP4); 410 after retention", security },
       response: { 200: t.Composite([VideoJob, t.Object({ account_id: t.String() })]), 410: ErrorEnvelope, ...adminErrors },

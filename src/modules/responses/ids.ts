@@ -14,7 +14,8 @@ export function newResponseId(): { id: string; stem: string } {
 }
 
 /** "msg_<stem>o0": prefix by item type, `o` for output items and `i` for input items, then the position. */
-export const itemId = (prefix: "msg" | "fc" | "rs" | "fco", stem: string, where: "o" | "i", index: number) => `${prefix}_${stem}${where}${index}`;
+export type ItemPrefix = "msg" | "fc" | "rs" | "fco" | "ctc" | "ctco" | "at";
+export const itemId = (prefix: ItemPrefix, stem: string, where: "o" | "i", index: number) => `${prefix}_${stem}${where}${index}`;
 
 /** The response an item id was made for, or null for ids reelay did not make. */
 export function responseIdOfItem(id: string): string | null {

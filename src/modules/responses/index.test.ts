@@ -301,7 +301,7 @@ describe("refusals, money and limits", () => {
   test("what a chat model cannot do is a 400 naming the field, before anything is held", async () => {
     const c = await t.newClient();
     const cases: Array<[Record<string, unknown>, string]> = [
-      [{ tools: [{ type: "web_search" }] }, "tools[0].type"],
+      [{ tools: [{ type: "web_search" }], tool_choice: { type: "web_search_preview" } }, "tool_choice"],
       [{ background: true }, "background"],
       [{ truncation: "auto" }, "truncation"],
       [{ conversation: "conv_1" }, "conversation"],

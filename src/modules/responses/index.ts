@@ -5,6 +5,7 @@ import { badRequest } from "../../errors.ts";
 import { authErrors, ErrorEnvelope } from "../../http/schemas.ts";
 import { requireKey } from "../../http/require-key.ts";
 import { InputItemsQuery, ResponseIdParams, ResponseObject, ResponsesRequest } from "./model.ts";
+import { reasoningSeal } from "./reasoning-seal.ts";
 import { createResponse, listInputItems, readResponse, removeResponse } from "./service.ts";
 import { sweepExpiredResponses } from "./store.ts";
 
@@ -13,7 +14,7 @@ const STORAGE =
   "readable only by keys of the same account; the operator can turn storage off (REELAY_RESPONSES_STORE=off: `store: true`, `previous_response_id` and `item_reference` are then a 400).";
 
 /** OpenAI's Responses API over every chat model, billed like chat. */
-export const responsesRoutes = (deps: AppDeps) =>
+export const responsesRoutes = (deps: AppDeps, seal = reasoningSeal(deps.config)) =>
   new Elysia({ prefix: "/v1", tags: ["chat"] })
     .use(requireKey(deps))
     .post(
@@ -21,7 +22,7 @@ export const responsesRoutes = (deps: AppDeps) =>
       ({ body, principal, request, set }) =>
         createResponse(deps, {
           principal, body, requestId: String(set.headers["x-request-id"]), signal: request.signal, startedAt: performance.now(),
-          note: (facts) => deps.requestLog.note(request, facts),
+          note: (facts) => deps.requestLog.note(request, facts), seal,
         }),
       {
         body: ResponsesRequest,
@@ -29,9 +30,12 @@ export const responsesRoutes = (deps: AppDeps) =>
           summary: "Create a response",
           description:
             "OpenAI's Responses API, served by any chat model (pass-through or local): the request is translated into a chat completion " +
-            "(`instructions` → system message, input items → messages, function tools → tools, `text.format` → `response_format`, `max_output_tokens` → `max_tokens`, clamped) " +
+            "(`instructions` and `developer` messages → system messages, input items → messages, function, `namespace` (flattened to `<namespace>__<name>`) and `custom` tools → function tools, " +
+            "`text.format` → `response_format`, `max_output_tokens` → `max_tokens`, clamped; `prompt_cache_key` forwarded) " +
             "and billed exactly like POST /v1/chat/completions (worst case held, usage settled; a stream cut by the client pays prompt + delivered tokens). " +
-            "Refused with a 400 naming the field: tools OpenAI runs itself, `background: true`, `conversation`, `prompt`, `truncation: auto`, file inputs. " +
+            "Tools the model cannot run (web_search, file_search, code_interpreter, image_generation, computer_use, mcp, local_shell, shell, apply_patch …) are left out of what it is offered and named in the `x-reelay-omitted-tools` response header. " +
+            "`include: [\"reasoning.encrypted_content\"]` seals the model's reasoning into each reasoning item (operator key); sent back, it reaches the model that produced it again. " +
+            "Refused with a 400 naming the field: a `tool_choice` forcing a tool that was left out, `background: true`, `conversation`, `prompt`, `truncation: auto`, file inputs. " +
             STORAGE,
           security: [{ bearer: [] }],
         },

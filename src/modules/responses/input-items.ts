@@ -17,10 +17,14 @@ export type Role = "user" | "system" | "developer" | "assistant";
 
 export type InputItem =
   | { type: "message"; id?: string; role: Role; content: ContentPart[]; status?: string }
-  | { type: "function_call"; id?: string; call_id: string; name: string; arguments: string; status?: string }
+  | { type: "function_call"; id?: string; call_id: string; name: string; namespace?: string; arguments: string; status?: string }
   | { type: "function_call_output"; id?: string; call_id: string; output: string | ContentPart[]; status?: string }
+  | { type: "custom_tool_call"; id?: string; call_id: string; name: string; namespace?: string; input: string; status?: string }
+  | { type: "custom_tool_call_output"; id?: string; call_id: string; output: string | ContentPart[] }
   | { type: "reasoning"; id?: string; summary: unknown[]; content?: unknown[]; encrypted_content?: string | null; status?: string }
-  | { type: "item_reference"; id: string };
+  | { type: "item_reference"; id: string }
+  /** more tools offered from here on (Codex sends its tool groups this way for OpenAI's newest models): offered to the model, not a message */
+  | { type: "additional_tools"; id?: string; tools: unknown[] };
 
 const ROLES = new Set<string>(["user", "system", "developer", "assistant"]);
 const unsupported = (message: string, param: string) => badRequest(message, param, "unsupported_parameter");
@@ -47,26 +51,46 @@ function item(raw: Record<string, unknown>, at: string): InputItem {
     case "function_call":
       return {
         type: "function_call", id: optId(raw.id, `${at}.id`), call_id: str(raw.call_id, `${at}.call_id`), name: str(raw.name, `${at}.name`),
-        arguments: str(raw.arguments, `${at}.arguments`, "a string (JSON text)"), ...(typeof raw.status === "string" ? { status: raw.status } : {}),
+        ...namespaceOf(raw, at), arguments: str(raw.arguments, `${at}.arguments`, "a string (JSON text)"), ...(typeof raw.status === "string" ? { status: raw.status } : {}),
       };
-    case "function_call_output": {
-      const output = typeof raw.output === "string" ? raw.output : Array.isArray(raw.output) ? content(raw.output, `${at}.output`, false) : undefined;
-      if (output === undefined) throw badRequest(`'${at}.output' must be a string or an array of content parts.`, `${at}.output`);
-      if (Array.isArray(output)) output.forEach((p, j) => { if (p.type !== "input_text") throw unsupported(`'${at}.output[${j}]': a function call's output can only be text for chat models; got '${p.type}'.`, `${at}.output[${j}]`); });
-      return { type: "function_call_output", id: optId(raw.id, `${at}.id`), call_id: str(raw.call_id, `${at}.call_id`), output };
-    }
+    case "custom_tool_call":
+      return {
+        type: "custom_tool_call", id: optId(raw.id, `${at}.id`), call_id: str(raw.call_id, `${at}.call_id`), name: str(raw.name, `${at}.name`),
+        ...namespaceOf(raw, at), input: str(raw.input, `${at}.input`), ...(typeof raw.status === "string" ? { status: raw.status } : {}),
+      };
+    case "function_call_output":
+    case "custom_tool_call_output":
+      return { type: type === "function_call_output" ? type : "custom_tool_call_output", id: optId(raw.id, `${at}.id`), call_id: str(raw.call_id, `${at}.call_id`), output: toolOutput(raw.output, `${at}.output`) };
     case "reasoning":
-      // a chat model cannot be given its earlier reasoning: kept in the stored input, not sent
+      // kept as sent; only reelay's own sealed encrypted_content goes back to the model (to-chat.ts)
       return { type: "reasoning", id: optId(raw.id, `${at}.id`), summary: Array.isArray(raw.summary) ? raw.summary : [], ...(Array.isArray(raw.content) ? { content: raw.content } : {}), ...(typeof raw.encrypted_content === "string" ? { encrypted_content: raw.encrypted_content } : {}) };
     case "item_reference":
       return { type: "item_reference", id: str(raw.id, `${at}.id`) };
+    case "additional_tools":
+      if (!Array.isArray(raw.tools)) throw badRequest(`'${at}.tools' must be an array of tools.`, `${at}.tools`);
+      return { type: "additional_tools", id: optId(raw.id, `${at}.id`), tools: raw.tools };
     default:
       if (typeof type !== "string") throw badRequest(`'${at}' must be an input item: a message ({role, content}) or an item with a 'type'.`, `${at}.type`);
       throw unsupported(
-        `'${at}.type' is '${type.slice(0, 64)}': reelay serves chat models and accepts messages, function_call, function_call_output, reasoning and item_reference items (tools OpenAI runs itself are not available).`,
+        `'${at}.type' is '${type.slice(0, 64)}': reelay serves chat models and accepts messages, function_call, function_call_output, custom_tool_call, custom_tool_call_output, reasoning, additional_tools and item_reference items (tools OpenAI runs itself are not available).`,
         `${at}.type`,
       );
   }
+}
+
+function namespaceOf(raw: Record<string, unknown>, at: string): { namespace?: string } {
+  return raw.namespace === undefined || raw.namespace === null ? {} : { namespace: str(raw.namespace, `${at}.namespace`) };
+}
+
+/** A tool's output: text, or text and images (an image goes to the model in a user message after the tool results, to-chat.ts). */
+function toolOutput(raw: unknown, at: string): string | ContentPart[] {
+  if (typeof raw === "string") return raw;
+  if (!Array.isArray(raw)) throw badRequest(`'${at}' must be a string or an array of content parts.`, at);
+  const parts = content(raw, at, false);
+  parts.forEach((p, j) => {
+    if (p.type !== "input_text" && p.type !== "input_image") throw unsupported(`'${at}[${j}]': a tool's output can be text and images for chat models; got '${p.type}'.`, `${at}[${j}]`);
+  });
+  return parts;
 }
 
 function content(raw: unknown, at: string, assistant: boolean): ContentPart[] {

@@ -14,7 +14,7 @@ export const ResponsesRequest = t.Object(
   {
     model: t.String({ minLength: 1, maxLength: 256, description: "a chat model id from GET /v1/models (any chat model, whatever its plugin)" }),
     input: t.Optional(t.Union([t.String(), t.Array(Obj())], {
-      description: "a string (one user message), or input items: messages (`input_text`, `input_image`; assistant `output_text`), `function_call`, `function_call_output`, `item_reference`; `reasoning` items are accepted and not sent to the model",
+      description: "a string (one user message), or input items: messages (`input_text`, `input_image`; assistant `output_text`; `developer` → system), `function_call` (with its `namespace`), `function_call_output` (text and images), `custom_tool_call`, `custom_tool_call_output`, `item_reference`, `additional_tools` (its tools are offered with `tools`), `reasoning` (its text goes back to the model only from reelay's own `encrypted_content`, and only to the model that produced it)",
     })),
     instructions: Nullable(t.String({ description: "a system message put before the input (not carried over by previous_response_id)" })),
     max_output_tokens: Nullable(JsonInteger({ minimum: 1, maximum: INT4_MAX, description: "1 to 2147483647; clamped to the model's maximum output like max_tokens. Reaching it gives status `incomplete`" })),
@@ -23,16 +23,24 @@ export const ResponsesRequest = t.Object(
     stream: Nullable(t.Boolean({ description: "stream typed server-sent events (response.created … response.completed)" })),
     store: Nullable(t.Boolean({ description: "keep the response for GET /v1/responses/{id}, previous_response_id and item_reference (default true, as on OpenAI; refused when the operator turned storage off)" })),
     previous_response_id: Nullable(t.String({ maxLength: 64, description: "continue the conversation that ended in this stored response" })),
-    tools: Nullable(t.Array(Obj(), { description: "function tools `{type: \"function\", name, description, parameters, strict}`; tools OpenAI runs itself (web_search, file_search …) are refused" })),
-    tool_choice: Nullable(t.Union([t.String(), Obj()], { description: "`none`, `auto`, `required`, or `{type: \"function\", name}`" })),
+    tools: Nullable(t.Array(Obj(), {
+      description: "`function` tools; `namespace` groups (each member offered to the model as `<namespace>__<name>`, its calls returned with `namespace` and `name`); `custom` (free-form) tools (offered as a function taking one string, calls returned as `custom_tool_call`). " +
+        "Tools the model cannot run (web_search, file_search, code_interpreter, image_generation, computer_use, mcp, local_shell, shell, apply_patch …) are left out and named in the `x-reelay-omitted-tools` response header",
+    })),
+    tool_choice: Nullable(t.Union([t.String(), Obj()], { description: "`none`, `auto`, `required`, `{type: \"function\" | \"custom\", name}` or `{type: \"allowed_tools\", mode, tools}`; forcing a tool that was left out is a 400" })),
     parallel_tool_calls: Nullable(t.Boolean()),
+    prompt_cache_key: Nullable(t.String({ maxLength: 1024, description: "forwarded to the model's upstream (prompt caching)" })),
+    client_metadata: Nullable(Obj("the client's own tags (Codex sends its session and turn ids); accepted, not sent to the model")),
     text: Nullable(t.Object({ format: Nullable(Obj("`{type: \"text\"}`, `{type: \"json_object\"}` or `{type: \"json_schema\", name, schema, strict}` (sent to the model as the chat `response_format`)")) }, { additionalProperties: true })),
     metadata: Nullable(t.Record(t.String({ maxLength: 64 }), t.String({ maxLength: 512 }), { maxProperties: 16, description: "returned with the response; not sent to the model" })),
     truncation: Nullable(t.Union([t.Literal("disabled"), t.Literal("auto")], { description: "`disabled` only: a conversation longer than the model's context is a 400, never cut silently" })),
     background: Nullable(t.Boolean({ description: "`false` only: responses are answered on the request" })),
     top_logprobs: Nullable(JsonInteger({ minimum: 0, maximum: 20 })),
-    include: Nullable(t.Array(t.String({ maxLength: 128 }), { maxItems: 32, description: "`message.output_text.logprobs` asks for log probabilities; the other values concern tools reelay does not run and change nothing" })),
-    reasoning: Nullable(t.Object({ effort: Nullable(t.String()) }, { additionalProperties: true, description: "`effort` is sent to the model as `reasoning_effort`" })),
+    include: Nullable(t.Array(t.String({ maxLength: 128 }), {
+      maxItems: 32,
+      description: "`message.output_text.logprobs` asks for log probabilities; `reasoning.encrypted_content` puts the model's reasoning, sealed with the operator's key (AES-256-GCM, bound to the account), into each reasoning item, to be sent back with `store: false`; the other values concern tools reelay does not run and change nothing",
+    })),
+    reasoning: Nullable(t.Object({ effort: Nullable(t.String()), summary: Nullable(t.String()) }, { additionalProperties: true, description: "`effort` is sent to the model as `reasoning_effort`; `summary` is accepted and echoed (a chat model's reasoning is returned whole, as `reasoning_text`)" })),
   },
   {
     additionalProperties: true,

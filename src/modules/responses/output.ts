@@ -1,12 +1,16 @@
 /**
  * Chat answers as Responses API objects: a chat.completion's message becomes output items
- * (`reasoning` for reasoning_content, `message` with `output_text`, one `function_call` per tool
- * call, in that order), finish_reason `length` becomes status `incomplete` with
- * `incomplete_details.reason: "max_output_tokens"`, and `usage` is what the request was billed for.
+ * (`reasoning` for reasoning_content, sealed into `encrypted_content` when the request included
+ * it; `message` with `output_text`; one `function_call` — or `custom_tool_call` — per tool call,
+ * named back as the client offered the tool, tools.ts), finish_reason `length` becomes status
+ * `incomplete` with `incomplete_details.reason: "max_output_tokens"`, and `usage` is what the
+ * request was billed for.
  */
 import type { BilledChat } from "../chat-bridge/complete.ts";
-import { itemId } from "./ids.ts";
+import { itemId, type ItemPrefix } from "./ids.ts";
 import type { ResponsesRequest } from "./model.ts";
+import type { ReasoningField } from "./reasoning-seal.ts";
+import { callItem, type ToolTarget } from "./tools.ts";
 
 export interface ResponseContext {
   id: string;
@@ -17,6 +21,10 @@ export interface ResponseContext {
   model: string;
   body: ResponsesRequest & Record<string, unknown>;
   store: boolean;
+  /** chat function name → the tool the client offered */
+  tools: Map<string, ToolTarget>;
+  /** seals reasoning text (and the field it came in) into `encrypted_content`; null when the request did not include it */
+  sealReasoning: ((text: string, field: ReasoningField) => string) | null;
 }
 
 export type Status = "in_progress" | "completed" | "incomplete" | "failed";
@@ -43,7 +51,7 @@ export function responseObject(ctx: ResponseContext, status: Status, output: Out
     output_text: outputText(output),
     parallel_tool_calls: b.parallel_tool_calls ?? true,
     previous_response_id: b.previous_response_id ?? null,
-    reasoning: { effort: b.reasoning?.effort ?? null, summary: null },
+    reasoning: { effort: b.reasoning?.effort ?? null, summary: (b.reasoning as { summary?: string | null } | null | undefined)?.summary ?? null },
     service_tier: (b.service_tier as string | undefined) ?? null,
     store: ctx.store,
     temperature: b.temperature ?? null,
@@ -100,10 +108,9 @@ export function outputFromCompletion(ctx: ResponseContext, completion: any): { o
   const message = choice?.message ?? {};
   const incomplete = incompleteReason(choice?.finish_reason);
   const output: OutputItem[] = [];
-  const next = (prefix: "msg" | "fc" | "rs") => itemId(prefix, ctx.stem, "o", output.length);
-  if (typeof message.reasoning_content === "string" && message.reasoning_content !== "") {
-    output.push({ id: next("rs"), type: "reasoning", summary: [], content: [{ type: "reasoning_text", text: message.reasoning_content }] });
-  }
+  const next = (prefix: ItemPrefix) => itemId(prefix, ctx.stem, "o", output.length);
+  const reasoning = reasoningOf(message);
+  if (reasoning) output.push(reasoningItem(ctx, next("rs"), reasoning.text, reasoning.field));
   const toolCalls: any[] = Array.isArray(message.tool_calls) ? message.tool_calls : [];
   const text = typeof message.content === "string" ? message.content : "";
   const refusal = typeof message.refusal === "string" && message.refusal !== "" ? message.refusal : null;
@@ -115,10 +122,25 @@ export function outputFromCompletion(ctx: ResponseContext, completion: any): { o
   }
   for (const tc of toolCalls) {
     const index = output.length;
+    const item = callItem(ctx.tools, String(tc?.function?.name ?? ""), typeof tc?.function?.arguments === "string" ? tc.function.arguments : "");
     output.push({
-      id: next("fc"), type: "function_call", status: "completed", call_id: typeof tc?.id === "string" && tc.id ? tc.id : `call_${ctx.stem}${index}`,
-      name: String(tc?.function?.name ?? ""), arguments: typeof tc?.function?.arguments === "string" ? tc.function.arguments : "",
-    });
+      id: next(item.type === "custom_tool_call" ? "ctc" : "fc"), ...item, status: "completed", call_id: typeof tc?.id === "string" && tc.id ? tc.id : `call_${ctx.stem}${index}`,
+    } as OutputItem);
   }
   return { output, incomplete };
+}
+
+/** A chat message's (or delta's) reasoning: `reasoning_content` (DeepSeek, vLLM's parsers), or `reasoning` (vLLM ≥ 0.10, Ollama, OpenRouter). */
+export function reasoningOf(m: { reasoning_content?: unknown; reasoning?: unknown } | null | undefined): { text: string; field: ReasoningField } | null {
+  if (typeof m?.reasoning_content === "string" && m.reasoning_content !== "") return { text: m.reasoning_content, field: "reasoning_content" };
+  if (typeof m?.reasoning === "string" && m.reasoning !== "") return { text: m.reasoning, field: "reasoning" };
+  return null;
+}
+
+/** A finished reasoning item: the text, and the text sealed when the request included `reasoning.encrypted_content`. */
+export function reasoningItem(ctx: ResponseContext, id: string, text: string, field: ReasoningField): OutputItem {
+  return {
+    id, type: "reasoning", summary: [], content: [{ type: "reasoning_text", text }],
+    ...(ctx.sealReasoning ? { encrypted_content: ctx.sealReasoning(text, field) } : {}),
+  };
 }

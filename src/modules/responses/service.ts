@@ -19,8 +19,10 @@ import { normalizeInput, type InputItem } from "./input-items.ts";
 import type { ResponsesRequest, StoredResponseBody } from "./model.ts";
 import { outputFromCompletion, responseObject, usageOf, type ResponseBody, type ResponseContext } from "./output.ts";
 import { deleteResponse, getResponse, getResponses, insertResponse, MAX_CHAIN, renewChain, responseChain } from "./store.ts";
+import type { ReasoningField, ReasoningSeal } from "./reasoning-seal.ts";
 import { ResponsesStream } from "./stream-events.ts";
 import { refuseUnsupported, responsesError, toChatRequest } from "./to-chat.ts";
+import { OMITTED_TOOLS_HEADER, offeredTools } from "./tools.ts";
 
 export const ROUTE = "/v1/responses";
 
@@ -31,6 +33,8 @@ export interface ResponsesCall {
   signal: AbortSignal;
   startedAt: number;
   note(facts: RequestFacts): void;
+  /** seals and opens reasoning for `include: ["reasoning.encrypted_content"]` */
+  seal: ReasoningSeal;
 }
 
 const storageOff = (param: string, what: string) =>
@@ -46,9 +50,19 @@ export async function createResponse(deps: AppDeps, call: ResponsesCall): Promis
   const store = deps.config.responsesStore && body.store !== false;
   const history = body.previous_response_id ? await conversation(deps, principal.accountId, body.previous_response_id) : { items: [], ids: [] };
   const input = await resolveReferences(deps, principal.accountId, normalizeInput(body.input as string | object[] | undefined));
-  const chatBody = toChatRequest({ body, history: history.items, input });
+  // the request's tools, and those that `additional_tools` items of the conversation add
+  const tools = offeredTools([...(body.tools ?? []), ...[...history.items, ...input].flatMap((it) => (it.type === "additional_tools" ? it.tools : []))]);
+  const replayReasoning = (item: { encrypted_content?: string | null }) => {
+    const opened = item.encrypted_content ? call.seal.open(item.encrypted_content, principal.accountId) : null;
+    return opened?.model === body.model ? opened : null; // only to the model that produced it (reasoning-seal.ts)
+  };
+  const chatBody = toChatRequest({ body, history: history.items, input, tools, replayReasoning });
   const { id, stem } = newResponseId();
-  const ctx: ResponseContext = { id, stem, createdAt: Math.floor(Date.now() / 1000), model: body.model, body, store };
+  const sealReasoning = body.include?.includes("reasoning.encrypted_content") ? (text: string, field: ReasoningField) => call.seal.seal({ model: body.model, text, field }, principal.accountId) : null;
+  const ctx: ResponseContext = { id, stem, createdAt: Math.floor(Date.now() / 1000), model: body.model, body, store, tools: tools.targets, sealReasoning };
+  // what the model cannot run is left out, and said so (DESIGN: only what the client forces is refused)
+  const omitted = tools.omitted.length ? { [OMITTED_TOOLS_HEADER]: tools.omitted.join(", ") } : {};
+  if (tools.omitted.length) call.note({ omittedTools: tools.omitted });
 
   /** Keep the finished response (before the client is told it is finished, so it can be continued at once). */
   const settle = async (response: ResponseBody): Promise<ResponseBody> => {
@@ -73,13 +87,15 @@ export async function createResponse(deps: AppDeps, call: ResponsesCall): Promis
   try {
     if (body.stream === true) {
       chatBody.stream_options = { include_usage: true }; // the upstream's cached / reasoning token details, for usage
-      return await streamViaChat(deps, chatCall, new ResponsesStream(ctx, settle));
+      const res = await streamViaChat(deps, chatCall, new ResponsesStream(ctx, settle));
+      for (const [k, v] of Object.entries(omitted)) res.headers.set(k, v);
+      return res;
     }
     const { results, headers } = await completeViaChat(deps, [chatCall]);
     const { completion, billed, upstreamUsage } = results[0]!;
     const { output, incomplete } = outputFromCompletion(ctx, completion);
     const response = await settle(responseObject(ctx, incomplete ? "incomplete" : "completed", output, { usage: usageOf(billed, upstreamUsage), incomplete }));
-    return new Response(JSON.stringify(response), { headers: { "content-type": "application/json", ...headers } });
+    return new Response(JSON.stringify(response), { headers: { "content-type": "application/json", ...headers, ...omitted } });
   } catch (err) {
     throw responsesError(err);
   }
@@ -120,7 +136,7 @@ async function resolveReferences(deps: AppDeps, accountId: string, items: InputI
 
 /** Input items as stored: each with an id (GET …/input_items lists them; item_reference can name them). */
 function withIds(items: InputItem[], stem: string): InputItem[] {
-  const prefix = { message: "msg", function_call: "fc", function_call_output: "fco", reasoning: "rs", item_reference: "msg" } as const;
+  const prefix = { message: "msg", function_call: "fc", function_call_output: "fco", custom_tool_call: "ctc", custom_tool_call_output: "ctco", reasoning: "rs", additional_tools: "at", item_reference: "msg" } as const;
   return items.map((it, i) => ("id" in it && it.id ? it : { ...it, id: itemId(prefix[it.type], stem, "i", i) }));
 }
 

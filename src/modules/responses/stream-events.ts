@@ -4,14 +4,19 @@
  * output_item.added → (content_part.added → output_text.delta… → output_text.done →
  * content_part.done | function_call_arguments.delta… → function_call_arguments.done) →
  * output_item.done, and last response.completed (response.incomplete when max_output_tokens cut the
- * answer) carrying the billed usage. Every event has its `sequence_number`. One chat chunk may
+ * answer) carrying the billed usage. A custom tool's call (a function with one string argument
+ * to the model, tools.ts) is a custom_tool_call item whose input is sent whole when the call is
+ * complete (custom_tool_call_input.delta → .done): its JSON argument text cannot be cut into
+ * pieces of the input string as it arrives. Every event has its `sequence_number`. One chat chunk may
  * open, fill and close several items; an item's events are never interleaved with another's
  * except for parallel tool calls, whose argument deltas carry their own output_index.
  */
 import type { BilledChat } from "../chat-bridge/complete.ts";
 import type { ChatStreamRewriter, StreamError } from "../chat-bridge/stream.ts";
 import { itemId } from "./ids.ts";
-import { incompleteReason, logprobsOf, responseObject, usageOf, type OutputItem, type ResponseBody, type ResponseContext } from "./output.ts";
+import type { ReasoningField } from "./reasoning-seal.ts";
+import { incompleteReason, logprobsOf, reasoningItem, reasoningOf, responseObject, usageOf, type OutputItem, type ResponseBody, type ResponseContext } from "./output.ts";
+import { callItem, customInput } from "./tools.ts";
 
 type TextKind = "message" | "reasoning";
 
@@ -24,6 +29,10 @@ export class ResponsesStream implements ChatStreamRewriter {
   /** chat tool_calls[].index → output index */
   private readonly tools = new Map<number, number>();
   private readonly openTools = new Set<number>();
+  /** output index → the chat arguments of a custom tool's call, until it is complete */
+  private readonly customArgs = new Map<number, string>();
+  /** the chat field the upstream streams its reasoning in */
+  private reasoningField: ReasoningField = "reasoning_content";
   private finish: unknown = null;
   /** response.completed / incomplete / failed was sent: nothing follows it */
   private ended = false;
@@ -39,7 +48,11 @@ export class ResponsesStream implements ChatStreamRewriter {
     const choice = Array.isArray(json?.choices) ? json.choices[0] : undefined;
     if (!choice) return out;
     const d = choice.delta ?? {};
-    if (typeof d.reasoning_content === "string" && d.reasoning_content !== "") out += this.text("reasoning", d.reasoning_content, null);
+    const reasoning = reasoningOf(d);
+    if (reasoning) {
+      this.reasoningField = reasoning.field;
+      out += this.text("reasoning", reasoning.text, null);
+    }
     if (typeof d.content === "string" && d.content !== "") out += this.text("message", d.content, choice.logprobs);
     if (Array.isArray(d.tool_calls)) for (const tc of d.tool_calls) out += this.toolDelta(tc);
     if (choice.finish_reason) this.finish = choice.finish_reason;
@@ -116,6 +129,7 @@ export class ResponsesStream implements ChatStreamRewriter {
       : this.event("response.reasoning_text.done", { item_id: item.id, output_index: index, content_index: 0, text: part.text });
     out += this.event("response.content_part.done", { item_id: item.id, output_index: index, content_index: 0, part });
     if (kind === "message") item.status = incomplete ? "incomplete" : "completed";
+    else if (this.ctx.sealReasoning) Object.assign(item, reasoningItem(this.ctx, item.id, part.text, this.reasoningField));
     return out + this.event("response.output_item.done", { output_index: index, item });
   }
 
@@ -126,20 +140,27 @@ export class ResponsesStream implements ChatStreamRewriter {
     if (index === undefined) {
       out += this.closeText(null);
       index = this.output.length;
-      const item: OutputItem = {
-        id: itemId("fc", this.ctx.stem, "o", index), type: "function_call", status: "in_progress",
-        call_id: typeof tc?.id === "string" && tc.id ? tc.id : `call_${this.ctx.stem}${index}`, name: String(tc?.function?.name ?? ""), arguments: "",
-      };
+      const call = callItem(this.ctx.tools, String(tc?.function?.name ?? ""), "");
+      const custom = call.type === "custom_tool_call";
+      const item = {
+        id: itemId(custom ? "ctc" : "fc", this.ctx.stem, "o", index), ...call, status: "in_progress",
+        call_id: typeof tc?.id === "string" && tc.id ? tc.id : `call_${this.ctx.stem}${index}`,
+      } as OutputItem;
       this.output.push(item);
       this.tools.set(key, index);
       this.openTools.add(index);
+      if (custom) this.customArgs.set(index, "");
       out += this.event("response.output_item.added", { output_index: index, item });
     }
     const item = this.output[index]!;
     const args = tc?.function?.arguments;
     if (typeof args === "string" && args !== "") {
-      item.arguments += args;
-      out += this.event("response.function_call_arguments.delta", { item_id: item.id, output_index: index, delta: args });
+      const custom = this.customArgs.get(index);
+      if (custom !== undefined) this.customArgs.set(index, custom + args);
+      else {
+        item.arguments += args;
+        out += this.event("response.function_call_arguments.delta", { item_id: item.id, output_index: index, delta: args });
+      }
     }
     return out;
   }
@@ -149,10 +170,16 @@ export class ResponsesStream implements ChatStreamRewriter {
     for (const index of this.openTools) {
       const item = this.output[index]!;
       item.status = "completed";
-      out += this.event("response.function_call_arguments.done", { item_id: item.id, output_index: index, name: item.name, arguments: item.arguments });
+      const custom = this.customArgs.get(index);
+      if (custom !== undefined) {
+        item.input = customInput(custom);
+        out += this.event("response.custom_tool_call_input.delta", { item_id: item.id, output_index: index, delta: item.input });
+        out += this.event("response.custom_tool_call_input.done", { item_id: item.id, output_index: index, input: item.input });
+      } else out += this.event("response.function_call_arguments.done", { item_id: item.id, output_index: index, name: item.name, arguments: item.arguments });
       out += this.event("response.output_item.done", { output_index: index, item });
     }
     this.openTools.clear();
+    this.customArgs.clear();
     return out;
   }
 }

@@ -1,21 +1,27 @@
 /**
  * A Responses API request as the chat request every chat plugin serves (the LiteLLM approach):
- * `instructions` → a system message, items → messages (consecutive function_call items → one
- * assistant message with tool_calls, function_call_output → a tool message), function tools →
- * chat tools, `text.format` → `response_format`, `max_output_tokens` → `max_tokens` (the field every
+ * `instructions` → a system message, items → messages (consecutive function_call /
+ * custom_tool_call items → one assistant message with tool_calls, their outputs → tool messages, a
+ * tool output's images → a user message after the tool results, reelay's sealed reasoning →
+ * `reasoning_content` (or `reasoning`, the field it came in) on the assistant message it led to),
+ * tools → chat tools (tools.ts),
+ * `text.format` → `response_format`, `max_output_tokens` → `max_tokens` (the field every
  * OpenAI-compatible server reads; clamped by the chat pipeline), `reasoning.effort` →
- * `reasoning_effort`. Fields that only mean something to the Responses API are not forwarded; other
- * top-level fields are forwarded unchanged, as POST /v1/chat/completions does.
+ * `reasoning_effort`. Fields that only mean something to the Responses API (`client_metadata`,
+ * `include`, `store` …) are not forwarded; other top-level fields (`prompt_cache_key`,
+ * `service_tier`, vendor extras) are forwarded unchanged, as POST /v1/chat/completions does.
  */
 import { ApiError, badRequest } from "../../errors.ts";
 import type { ContentPart, InputItem } from "./input-items.ts";
 import type { ResponsesRequest } from "./model.ts";
+import type { ReasoningField } from "./reasoning-seal.ts";
+import { customArguments, flatName, toolChoice, type OfferedTools } from "./tools.ts";
 
 /** Read here, never forwarded as they are. */
 const RESPONSES_ONLY = new Set([
   "model", "input", "instructions", "max_output_tokens", "stream", "stream_options", "store", "previous_response_id", "tools", "tool_choice",
   "parallel_tool_calls", "text", "metadata", "truncation", "background", "top_logprobs", "include", "reasoning", "max_tool_calls",
-  "conversation", "prompt", "temperature", "top_p",
+  "conversation", "prompt", "temperature", "top_p", "client_metadata",
 ]);
 /** Same name and meaning in both APIs. */
 const SHARED = ["temperature", "top_p", "user", "service_tier", "safety_identifier", "prompt_cache_key", "prompt_cache_retention"] as const;
@@ -37,25 +43,28 @@ export interface ChatRequestParts {
   history: InputItem[];
   /** this request's input, item references resolved */
   input: InputItem[];
+  /** the request's tools as chat tools (tools.ts) */
+  tools: OfferedTools;
+  /** the earlier reasoning a reasoning item gives back to this model, and the field it goes in, if any (reasoning-seal.ts) */
+  replayReasoning(item: Extract<InputItem, { type: "reasoning" }>): { text: string; field: ReasoningField } | null;
 }
 
-export function toChatRequest({ body, history, input }: ChatRequestParts): Record<string, unknown> {
+export function toChatRequest({ body, history, input, tools, replayReasoning }: ChatRequestParts): Record<string, unknown> {
   const chat: Record<string, unknown> = { model: body.model };
   for (const [k, v] of Object.entries(body)) if (!RESPONSES_ONLY.has(k) && v !== null) chat[k] = v; // vendor extras, e.g. top_k (null: not given)
   for (const k of SHARED) if (present(body[k])) chat[k] = body[k];
-  const messages: Record<string, unknown>[] = [];
+  const messages: ChatMessage[] = [];
   if (present(body.instructions)) messages.push({ role: "system", content: body.instructions });
-  appendMessages(messages, [...history, ...input]);
+  appendMessages(messages, [...history, ...input], replayReasoning);
   if (messages.length === 0) throw badRequest("'input' is required: a string or a non-empty array of input items (or previous_response_id with new input).", "input");
   chat.messages = messages;
   if (body.stream === true) chat.stream = true;
   if (present(body.max_output_tokens)) chat.max_tokens = body.max_output_tokens;
-  const tools = chatTools(body.tools);
-  if (tools.length) {
-    chat.tools = tools;
+  if (tools.chat.length) {
+    chat.tools = tools.chat;
     if (present(body.parallel_tool_calls)) chat.parallel_tool_calls = body.parallel_tool_calls;
   }
-  if (present(body.tool_choice)) chat.tool_choice = toolChoice(body.tool_choice);
+  if (present(body.tool_choice)) chat.tool_choice = toolChoice(body.tool_choice, tools);
   const format = responseFormat(body.text?.format);
   if (format) chat.response_format = format;
   const verbosity = (body.text as { verbosity?: unknown } | null | undefined)?.verbosity;
@@ -68,13 +77,27 @@ export function toChatRequest({ body, history, input }: ChatRequestParts): Recor
   return chat;
 }
 
-function appendMessages(messages: Record<string, unknown>[], items: InputItem[]): void {
-  let lastWasAssistant = false; // a function_call right after assistant text joins that message, as the chat API puts them together
+type ChatMessage = { role: string; content?: unknown; tool_calls?: unknown[] } & Record<string, unknown>;
+
+function appendMessages(messages: ChatMessage[], items: InputItem[], replayReasoning: ChatRequestParts["replayReasoning"]): void {
+  let lastWasAssistant = false; // a tool call right after assistant text joins that message, as the chat API puts them together
+  let reasoning: { text: string; field: ReasoningField } | null = null; // earlier reasoning, for the assistant message it led to
+  let images: ContentPart[] = []; // images of tool outputs: a chat tool message holds only text, so they follow the tool results as a user message
+  const withReasoning = (m: ChatMessage): ChatMessage => {
+    if (reasoning !== null) m[reasoning.field] = reasoning.text;
+    reasoning = null;
+    return m;
+  };
+  const flushImages = () => {
+    if (images.length) messages.push({ role: "user", content: userContent(images) });
+    images = [];
+  };
   for (const it of items) {
+    if (it.type !== "function_call_output" && it.type !== "custom_tool_call_output" && it.type !== "reasoning" && it.type !== "additional_tools") flushImages();
     switch (it.type) {
       case "message": {
         if (it.role === "assistant") {
-          messages.push({ role: "assistant", content: joinText(it.content) });
+          messages.push(withReasoning({ role: "assistant", content: joinText(it.content) }));
           lastWasAssistant = true;
           continue;
         }
@@ -82,26 +105,42 @@ function appendMessages(messages: Record<string, unknown>[], items: InputItem[])
         messages.push({ role, content: role === "system" ? joinText(it.content) : userContent(it.content) });
         break;
       }
-      case "function_call": {
-        const call = { id: it.call_id, type: "function", function: { name: it.name, arguments: it.arguments } };
-        const last = messages.at(-1) as { role?: string; tool_calls?: unknown[]; content?: unknown } | undefined;
+      case "function_call":
+      case "custom_tool_call": {
+        const args = it.type === "function_call" ? it.arguments : customArguments(it.input);
+        const call = { id: it.call_id, type: "function", function: { name: flatName(it.namespace, it.name), arguments: args } };
+        const last = messages.at(-1);
         if (lastWasAssistant && last?.role === "assistant") {
           (last.tool_calls ??= []).push(call);
           if (last.content === "") last.content = null;
-        } else messages.push({ role: "assistant", content: null, tool_calls: [call] });
+          if (reasoning !== null) withReasoning(last);
+        } else messages.push(withReasoning({ role: "assistant", content: null, tool_calls: [call] }));
         lastWasAssistant = true;
         continue;
       }
       case "function_call_output":
-        messages.push({ role: "tool", tool_call_id: it.call_id, content: typeof it.output === "string" ? it.output : joinText(it.output) });
+      case "custom_tool_call_output": {
+        const parts = typeof it.output === "string" ? [] : it.output;
+        const shown = parts.filter((p) => p.type === "input_image");
+        const text = typeof it.output === "string" ? it.output : joinText(parts);
+        messages.push({ role: "tool", tool_call_id: it.call_id, content: shown.length ? `${text}${text ? "\n" : ""}(the image${shown.length > 1 ? "s" : ""} of this result follow${shown.length > 1 ? "" : "s"} in the next message)` : text });
+        images.push(...shown);
         break;
-      case "reasoning":
-        continue; // not sent: chat models take no earlier reasoning back (and it does not break an assistant turn)
+      }
+      case "reasoning": {
+        const earlier = replayReasoning(it);
+        const before = reasoning as { text: string } | null; // (assigned in withReasoning too, which TypeScript's narrowing does not see)
+        if (earlier !== null) reasoning = { text: (before?.text ?? "") + earlier.text, field: earlier.field };
+        continue; // does not break an assistant turn
+      }
+      case "additional_tools":
+        continue; // its tools are offered with the request's own (service.ts)
       case "item_reference":
         throw new Error("item references are resolved before translation");
     }
     lastWasAssistant = false;
   }
+  flushImages();
 }
 
 function joinText(parts: ContentPart[]): string {
@@ -121,29 +160,6 @@ function userContent(parts: ContentPart[]): string | Record<string, unknown>[] {
         return { type: "text", text: joinText([p]) };
     }
   });
-}
-
-function chatTools(tools: unknown[] | null | undefined): Record<string, unknown>[] {
-  return (tools ?? []).map((raw, i) => {
-    const tool = raw as Record<string, unknown>;
-    if (tool.type !== "function") {
-      throw unsupported(`'tools[${i}].type' is '${String(tool.type).slice(0, 64)}': reelay serves function tools only (web_search, file_search and the other tools OpenAI runs itself are not available).`, `tools[${i}].type`);
-    }
-    if (typeof tool.name !== "string" || tool.name === "") throw badRequest(`'tools[${i}].name' must be a non-empty string.`, `tools[${i}].name`);
-    const fn: Record<string, unknown> = { name: tool.name };
-    for (const k of ["description", "parameters", "strict"]) if (present(tool[k])) fn[k] = tool[k];
-    return { type: "function", function: fn };
-  });
-}
-
-function toolChoice(choice: unknown): unknown {
-  if (choice === "none" || choice === "auto" || choice === "required") return choice;
-  const c = choice as { type?: unknown; name?: unknown; mode?: unknown; tools?: unknown };
-  if (c && typeof c === "object" && c.type === "function" && typeof c.name === "string") return { type: "function", function: { name: c.name } };
-  if (c && typeof c === "object" && c.type === "allowed_tools" && Array.isArray(c.tools)) {
-    return { type: "allowed_tools", allowed_tools: { mode: c.mode, tools: c.tools.map((t: any) => ({ type: "function", function: { name: t?.name } })) } };
-  }
-  throw unsupported("'tool_choice' must be none, auto, required or {type: \"function\", name} (tools OpenAI runs itself are not available).", "tool_choice");
 }
 
 function responseFormat(format: Record<string, unknown> | null | undefined): Record<string, unknown> | null {

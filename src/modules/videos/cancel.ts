@@ -1,20 +1,27 @@
 /**
- * POST /v1/videos/generations/{id}/cancel: the job fails with code `cancelled` and its hold is
- * released in one transaction; then the provider is asked to stop (best effort, after the commit,
- * so a slow provider cannot hold the row lock). The instance running the job notices at its next
- * lease renewal and stops polling.
+ * Cancelling a job (POST /v1/videos/generations/{id}/cancel, DELETE /v1/videos/{id} of a running
+ * job): the job fails with code `cancelled` and its hold is released in one transaction; then the
+ * provider is asked to stop (best effort, after the commit, so a slow provider cannot hold the row
+ * lock). The instance running the job notices at its next lease renewal and stops polling.
  */
 import { sql } from "drizzle-orm";
 import type { AppDeps } from "../../deps.ts";
 import { ApiError } from "../../errors.ts";
-import { findJob } from "./job-table/read-jobs.ts";
+import { findJob, type OwnJob } from "./job-table/read-jobs.ts";
 import { failJob } from "./job-table/transitions.ts";
 import { getVideo, jobNotFound } from "./poll.ts";
 
 const CANCEL_TIMEOUT_MS = 10_000;
 
+/** Cancel; the job as it is afterwards. 404 for no such job, 409 when it already ended otherwise. */
 export async function cancelVideo(deps: AppDeps, id: string, accountId: string) {
-  const db = deps.database.db;
+  const outcome = await cancelJob(deps, id, accountId);
+  if (outcome === "cancelled" || outcome.status === "failed" && outcome.errorCode === "cancelled") return getVideo(deps, id, accountId);
+  throw new ApiError(409, "conflict_error", `Video job '${id}' is already ${outcome.status} and cannot be cancelled.`, { code: "job_not_cancellable" });
+}
+
+/** "cancelled" when this call cancelled it; otherwise the job as it is (already final). 404 for no such job. */
+export async function cancelJob(deps: AppDeps, id: string, accountId: string): Promise<"cancelled" | OwnJob> {
   const job = await failJob(deps, id, { code: "cancelled", message: "The job was cancelled by the client." }, { plugin: null, guard: sql`v.account_id = ${accountId}` });
   if (job?.pluginHandle) {
     const video = deps.registry.get(job.model)?.instance.video;
@@ -22,9 +29,8 @@ export async function cancelVideo(deps: AppDeps, id: string, accountId: string) 
       deps.logger.warn({ err, jobId: id }, "provider cancel failed; the job is cancelled here regardless");
     });
   }
-  if (job) return getVideo(db, id, accountId);
-  const current = await findJob(db, id, accountId, { withResult: false });
+  if (job) return "cancelled";
+  const current = await findJob(deps.database.db, id, accountId);
   if (!current) throw jobNotFound(id);
-  if (current.status === "failed" && current.errorCode === "cancelled") return getVideo(db, id, accountId);
-  throw new ApiError(409, "conflict_error", `Video job '${id}' is already ${current.status} and cannot be cancelled.`, { code: "job_not_cancellable" });
+  return current;
 }

@@ -1,7 +1,8 @@
 /**
- * The source image of a submit: `image` (base64 or data URL) XOR `image_url` (downloaded once,
- * here, through the SSRF guard). The image is fully decoded once so an undecodable upload is a 400
- * at submit instead of a failed job later; only the original bytes are stored.
+ * The source image of a submit, whichever API sent it: inline (base64 or a data URL), a URL
+ * (downloaded once, here, through the SSRF guard) or uploaded bytes (multipart). The image is
+ * fully decoded once so an undecodable upload is a 400 at submit instead of a failed job later;
+ * only the original bytes are stored. `param` is the field the client used, for its errors.
  */
 import { badRequest, tooLarge } from "../../errors.ts";
 import { decodeImage, describePixelLimit, ImageDecodeError, sniffImageType, type ImageMime } from "../../media/index.ts";
@@ -21,43 +22,60 @@ export interface ImageInputLimits {
   maxImageBytes: number;
 }
 
+/** POST /v1/videos/generations: `image` (base64 or data URL) XOR `image_url`. */
 export async function readSourceImage(body: { image?: string; image_url?: string }, limits: ImageInputLimits): Promise<SourceImage> {
   const hasImage = body.image !== undefined && body.image !== "";
   const hasUrl = body.image_url !== undefined && body.image_url !== "";
   if (hasImage && hasUrl) throw badRequest("Give exactly one of 'image' and 'image_url', not both.", "image_url");
   if (!hasImage && !hasUrl) throw badRequest("A source image is required: send 'image' (base64 or data URL) or 'image_url'.", "image", "missing_image");
-  if (hasImage) return validated(decodeInline(body.image!, limits.maxImageBytes), "image");
-  return validated(await download(body.image_url!, limits.maxImageBytes), "image_url");
+  if (hasImage) return imageFromInline(body.image!, limits, "image");
+  return imageFromUrl(body.image_url!, limits, "image_url");
 }
 
-function decodeInline(raw: string, maxBytes: number): Uint8Array {
+/** base64 or a data URL */
+export function imageFromInline(raw: string, limits: ImageInputLimits, param: string): Promise<SourceImage> {
+  return validated(decodeInline(raw, limits.maxImageBytes, param), param);
+}
+
+/** an http(s) URL, downloaded once through the SSRF guard */
+export async function imageFromUrl(url: string, limits: ImageInputLimits, param: string): Promise<SourceImage> {
+  return validated(await download(url, limits.maxImageBytes, param), param);
+}
+
+/** bytes the client uploaded (a multipart file) */
+export function imageFromBytes(bytes: Uint8Array, limits: ImageInputLimits, param: string): Promise<SourceImage> {
+  if (bytes.byteLength > limits.maxImageBytes) throw tooLarge(`'${param}' is ${bytes.byteLength} bytes; the limit is ${limits.maxImageBytes}.`, param);
+  return validated(bytes, param);
+}
+
+function decodeInline(raw: string, maxBytes: number, param: string): Uint8Array {
   let b64 = raw.trim();
   const dataUrl = /^data:([\w.+/-]*)((?:;[\w=.+-]+)*);base64,/i.exec(b64);
   if (dataUrl) b64 = b64.slice(dataUrl[0].length);
-  else if (b64.startsWith("data:")) throw badRequest("'image' data URLs must be base64-encoded (data:image/png;base64,...).", "image", "invalid_image");
+  else if (b64.startsWith("data:")) throw badRequest(`'${param}' data URLs must be base64-encoded (data:image/png;base64,...).`, param, "invalid_image");
   b64 = b64.replace(/\s+/g, "");
   // base64 is 4/3 the size: refuse before allocating the decoded buffer
-  if (Math.floor((b64.length * 3) / 4) > maxBytes + 2) throw tooLarge(`'image' is larger than the limit of ${maxBytes} bytes.`, "image");
-  if (!/^[A-Za-z0-9+/_-]*={0,2}$/.test(b64) || b64.length % 4 === 1) throw badRequest("'image' is not valid base64.", "image", "invalid_image");
+  if (Math.floor((b64.length * 3) / 4) > maxBytes + 2) throw tooLarge(`'${param}' is larger than the limit of ${maxBytes} bytes.`, param);
+  if (!/^[A-Za-z0-9+/_-]*={0,2}$/.test(b64) || b64.length % 4 === 1) throw badRequest(`'${param}' is not valid base64.`, param, "invalid_image");
   const bytes = new Uint8Array(Buffer.from(b64, b64.includes("-") || b64.includes("_") ? "base64url" : "base64"));
-  if (bytes.length > maxBytes) throw tooLarge(`'image' is ${bytes.length} bytes; the limit is ${maxBytes}.`, "image");
+  if (bytes.length > maxBytes) throw tooLarge(`'${param}' is ${bytes.length} bytes; the limit is ${maxBytes}.`, param);
   return bytes;
 }
 
-async function download(url: string, maxBytes: number): Promise<Uint8Array> {
+async function download(url: string, maxBytes: number, param: string): Promise<Uint8Array> {
   try {
     const { bytes } = await safeFetchBytes(url, { maxBytes, timeoutMs: FETCH_TIMEOUT_MS });
     return bytes;
   } catch (e) {
     if (!(e instanceof SafeFetchError)) throw e;
-    if (e.code === "too_large") throw tooLarge(`'image_url' points to more than ${maxBytes} bytes.`, "image_url");
-    if (e.code === "invalid_url") throw badRequest(`'image_url' is not allowed: ${e.message}.`, "image_url", "invalid_image_url");
-    if (e.code === "blocked_address") throw badRequest(`'image_url' is not allowed: ${e.message}.`, "image_url", "blocked_image_url");
-    throw badRequest(`'image_url' could not be downloaded: ${e.message}.`, "image_url", "image_url_unreachable");
+    if (e.code === "too_large") throw tooLarge(`'${param}' points to more than ${maxBytes} bytes.`, param);
+    if (e.code === "invalid_url") throw badRequest(`'${param}' is not allowed: ${e.message}.`, param, "invalid_image_url");
+    if (e.code === "blocked_address") throw badRequest(`'${param}' is not allowed: ${e.message}.`, param, "blocked_image_url");
+    throw badRequest(`'${param}' could not be downloaded: ${e.message}.`, param, "image_url_unreachable");
   }
 }
 
-async function validated(bytes: Uint8Array, param: "image" | "image_url"): Promise<SourceImage> {
+async function validated(bytes: Uint8Array, param: string): Promise<SourceImage> {
   const mime = sniffImageType(bytes);
   if (!mime) throw badRequest(`'${param}' is not a PNG, JPEG or WebP image.`, param, "invalid_image");
   const size = readImageSize(bytes, mime);
@@ -72,4 +90,3 @@ async function validated(bytes: Uint8Array, param: "image" | "image_url"): Promi
   }
   return { bytes, mime };
 }
-

@@ -20,7 +20,7 @@ export function eventTypeFor(status: VideoJobStatus, errorCode: string | null = 
 
 /** `base`: the origin links point at (REELAY_PUBLIC_URL or the submit request's); null gives root-relative links. */
 export function jobEventData(row: JobView, base: string | null): JobEventData {
-  const job = present({ ...row, result: null }); // never the video, whatever the caller's row carries
+  const job = present(row); // never the video
   const self = `${base ?? ""}/v1/videos/generations/${row.id}`;
   const urls: JobEventData["urls"] = { poll: self, events: `${self}/events` };
   if (job.status === "completed") urls.content = `${self}/content`;

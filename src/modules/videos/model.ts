@@ -5,8 +5,9 @@ import { VIDEO_JOB_STATUSES, type VideoJobStatus } from "../../db/schema/index.t
 // strict JSON integers: a client sending a string for `seconds` has a bug we should report, not paper over
 import { JsonInteger } from "../../http/schemas.ts";
 
-export const VIDEO_SIZES = ["480x832", "832x480", "624x624"] as const;
-export type VideoSize = (typeof VIDEO_SIZES)[number];
+/** what POST /v1/videos/generations assumes when the client names none (a model that does not take them: its first) */
+export const DEFAULT_SIZE = "480x832";
+export const DEFAULT_SECONDS = 5;
 export const MAX_PROMPT_CHARS = 4000;
 export const MAX_STEPS = 100;
 
@@ -17,8 +18,8 @@ export const SubmitBody = t.Object(
     negative_prompt: t.Optional(t.String({ maxLength: MAX_PROMPT_CHARS, error: `'negative_prompt' must be a string of at most ${MAX_PROMPT_CHARS} characters.` })),
     image: t.Optional(t.String({ description: "Source image: base64 or a data URL of a PNG, JPEG or WebP of at most 4096x4096 pixels (16,777,216) and REELAY_MAX_IMAGE_BYTES (10 MiB by default). Exactly one of image and image_url.", error: "'image' must be a string: base64 or a data URL of a PNG, JPEG or WebP image." })),
     image_url: t.Optional(t.String({ description: "Source image URL (http or https), fetched once at submit; the same format and size limits as image.", error: "'image_url' must be a string: an http or https URL." })),
-    seconds: t.Optional(JsonInteger({ minimum: 1, maximum: 10, error: "'seconds' must be an integer from 1 to 10." })),
-    size: t.Optional(t.UnionEnum([...VIDEO_SIZES], { error: `'size' must be one of ${VIDEO_SIZES.join(", ")}.` })),
+    seconds: t.Optional(JsonInteger({ minimum: 1, maximum: 3600, description: "whole seconds, one the model takes (GET /v1/models shows each video model's `video.seconds`; 1 to 10 unless its plugin says otherwise); default 5", error: "'seconds' must be an integer (whole seconds) the model takes." })),
+    size: t.Optional(t.String({ pattern: "^[0-9]{2,4}x[0-9]{2,4}$", description: "WIDTHxHEIGHT, one the model takes (GET /v1/models shows each video model's `video.sizes`; 480x832, 832x480 and 624x624 unless its plugin says otherwise); default 480x832", error: "'size' must be a size like 480x832 that the model takes." })),
     seed: t.Optional(JsonInteger({ minimum: 0, maximum: 2 ** 32 - 1, error: "'seed' must be an integer from 0 to 4294967295." })),
     steps: t.Optional(JsonInteger({ minimum: 1, maximum: MAX_STEPS, error: `'steps' must be an integer from 1 to ${MAX_STEPS}.` })),
     webhook_url: t.Optional(t.String({ maxLength: 2048, description: "http(s) URL that receives this job's final event (completed, failed or cancelled), signed with the account's webhook secret (POST /v1/webhooks/secret). Public addresses only.", error: "'webhook_url' must be an http or https URL of at most 2048 characters." })),

@@ -32,8 +32,9 @@ export interface SecretBox {
 
 export class SecretBoxError extends Error {}
 
-export function createSecretBox(operatorSecret: string): SecretBox {
-  const key = Buffer.from(hkdfSync("sha256", operatorSecret, "reelay", "webhook-secrets v1", 32));
+/** `purpose` separates the keys derived from one operator secret (another purpose's ciphertexts do not open). */
+export function createSecretBox(operatorSecret: string, purpose = "webhook-secrets v1"): SecretBox {
+  const key = Buffer.from(hkdfSync("sha256", operatorSecret, "reelay", purpose, 32));
   const keyId = createHash("sha256").update(key).digest("hex").slice(0, 8);
   const b64 = (b: Buffer) => b.toString("base64url");
   return {
@@ -62,10 +63,10 @@ export function createSecretBox(operatorSecret: string): SecretBox {
 }
 
 /** The box for this configuration, or null when webhooks cannot be used (PostgreSQL without REELAY_SECRET_KEY). */
-export function loadSecretBox(config: Pick<Config, "secretKey" | "databaseUrl" | "dataDir">): SecretBox | null {
-  if (config.secretKey) return createSecretBox(config.secretKey);
+export function loadSecretBox(config: Pick<Config, "secretKey" | "databaseUrl" | "dataDir">, purpose?: string): SecretBox | null {
+  if (config.secretKey) return createSecretBox(config.secretKey, purpose);
   if (config.databaseUrl) return null;
-  return createSecretBox(dataDirKey(config.dataDir));
+  return createSecretBox(dataDirKey(config.dataDir), purpose);
 }
 
 /** `<dataDir>/secret.key`, created once (exclusively, so two readers at boot agree on one key). */

@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { TSchema } from "@sinclair/typebox";
 import type { Capability, ModelInstance } from "../capabilities.ts";
 import { problemsWithInstance } from "../checks.ts";
+import { problemsWithPricing } from "../pricing.ts";
 import { checkOptions } from "../option-check.ts";
 import type { ChatCompletionRequest } from "../openai-chat.ts";
 import type { ReelayPlugin } from "../plugin.ts";
@@ -97,9 +98,7 @@ export function runPluginContract(name: string, makePlugin: () => ReelayPlugin |
       expect(new Set(ids).size).toBe(ids.length);
       for (const m of plugin.models ?? []) {
         expect(m.id).toMatch(/^[A-Za-z0-9][\w.:/-]{0,127}$/);
-        for (const [k, price] of Object.entries(m.pricing)) {
-          expect({ price: k, valid: ["inputPerMillion", "outputPerMillion", "perSecond"].includes(k) && Number.isSafeInteger(price) && (price as number) >= 0 }).toEqual({ price: k, valid: true });
-        }
+        expect(problemsWithPricing(m.pricing, `models[${m.id}].pricing`)).toEqual([]);
       }
     });
 

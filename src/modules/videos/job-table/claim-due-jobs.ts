@@ -17,13 +17,14 @@ import { columns, readRow, type VideoJobRow } from "./columns.ts";
 const active = statusIn(ACTIVE_VIDEO_JOB_STATUSES);
 
 /**
- * What the scheduler needs to run a job: the request, the image (kept until the job ends: a lost
- * handle means submitting again), the saved handle and the retry bookkeeping; `errorMessage` of an
- * active job is its last retryable error, kept for the final message.
+ * What the scheduler needs to run a job: the request, where its source image is (the blob store
+ * keeps it until the job's objects are swept: a lost handle means submitting again), the saved
+ * handle and the retry bookkeeping; `errorMessage` of an active job is its last retryable error,
+ * kept for the final message.
  */
 const CLAIMED_COLUMNS = [
   "id", "accountId", "model", "status", "prompt", "negativePrompt", "seed", "steps", "seconds", "width", "height",
-  "image", "imageMime", "pluginHandle", "attempts", "errorStreak", "errorMessage", "progress",
+  "imageMime", "blobStore", "remixedFrom", "pluginHandle", "attempts", "errorStreak", "errorMessage", "progress",
 ] as const;
 export type ClaimedJob = Pick<VideoJobRow, (typeof CLAIMED_COLUMNS)[number]>;
 
@@ -97,4 +98,10 @@ export async function saveProgress(tx: Tx, id: string, owner: string, progress: 
 /** The provider lost the job: forget its handle (only that one, only while ours), so the next round submits again. */
 export async function forgetHandle(tx: Tx, id: string, owner: string, handle: string) {
   await query(tx, sql`UPDATE video_jobs SET plugin_handle = NULL WHERE id = ${id} AND lease_owner = ${owner} AND plugin_handle = ${handle}`);
+}
+
+/** The plugin handle of a job of this account (the job a remix remixes); null when it has none. */
+export async function readHandle(tx: Tx, id: string): Promise<string | null> {
+  const [row] = await query<{ plugin_handle: string | null }>(tx, sql`SELECT plugin_handle FROM video_jobs WHERE id = ${id}`);
+  return row?.plugin_handle ?? null;
 }

@@ -19,7 +19,7 @@ export type JobColumn = keyof VideoJobRow;
 const TABLE = getTableColumns(videoJobs);
 
 /** What polling, the events stream and webhooks show of a job (no image, no result bytes). */
-export const VIEW_COLUMNS = ["id", "model", "status", "seconds", "width", "height", "seed", "progress", "errorCode", "errorMessage", "createdAt", "expiresAt"] as const satisfies readonly JobColumn[];
+export const VIEW_COLUMNS = ["id", "model", "status", "prompt", "seconds", "width", "height", "seed", "progress", "errorCode", "errorMessage", "createdAt", "completedAt", "expiresAt", "remixedFrom"] as const satisfies readonly JobColumn[];
 export type JobView = Pick<VideoJobRow, (typeof VIEW_COLUMNS)[number]>;
 
 /** `a, b, c` (or `v.a, v.b, v.c`) for a SELECT or RETURNING list. */

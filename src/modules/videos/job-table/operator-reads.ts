@@ -21,7 +21,7 @@ export type OperatorJob = Pick<VideoJobRow, (typeof OPERATOR_COLUMNS)[number]> &
 /** Newest first, without source images or results, `limit + 1` of them (cursor: `after` = the previous page's last id). */
 export async function listJobsForOperators(tx: Tx, f: JobFilter): Promise<OperatorJob[]> {
   const rows = await query<Record<string, unknown>>(tx, sql`
-    SELECT ${columns(OPERATOR_COLUMNS)}, (result IS NOT NULL) AS has_result
+    SELECT ${columns(OPERATOR_COLUMNS)}, (status = 'completed' AND result_size IS NOT NULL) AS has_result
     FROM video_jobs
     WHERE true
       ${f.accountId ? sql`AND account_id = ${f.accountId}` : sql``}

@@ -2,35 +2,34 @@
 import { sql } from "drizzle-orm";
 import { query, type Tx } from "../../../db/index.ts";
 import { ACTIVE_VIDEO_JOB_STATUSES, statusIn } from "../../../db/schema/index.ts";
-import { columns, readRow, VIEW_COLUMNS, type JobView } from "./columns.ts";
+import { columns, readRow, VIEW_COLUMNS, type JobView, type VideoJobRow } from "./columns.ts";
 
-const OWN_COLUMNS = [...VIEW_COLUMNS, "requestHash"] as const;
-/** A job as its owner may read it; `result` only while it is kept (completed, before expires_at). */
-export type OwnJob = JobView & { requestHash: string | null; result: Uint8Array | null };
+const OWN_COLUMNS = [...VIEW_COLUMNS, "requestHash", "blobStore", "resultSize", "variants", "imageMime"] as const;
+/** A job as its owner may read it, with where its objects are (blob_store) and which exist. */
+export type OwnJob = Pick<VideoJobRow, (typeof OWN_COLUMNS)[number]>;
 
 /** The job if it belongs to `accountId`; null otherwise (another account's job does not exist for you). */
-export async function findJob(tx: Tx, id: string, accountId: string, opts: { withResult: boolean }): Promise<OwnJob | null> {
+export async function findJob(tx: Tx, id: string, accountId: string): Promise<OwnJob | null> {
   const rows = await query<Record<string, unknown>>(tx, sql`
-    SELECT ${columns(OWN_COLUMNS)}${opts.withResult ? sql`, CASE WHEN ${statusIn(["completed"])} AND expires_at > now() THEN result END AS result` : sql``}
-    FROM video_jobs WHERE id = ${id} AND account_id = ${accountId}`);
-  const r = rows[0];
-  return r ? { ...readRow(r, OWN_COLUMNS), result: opts.withResult ? readRow(r, ["result"]).result : null } : null;
+    SELECT ${columns(OWN_COLUMNS)} FROM video_jobs WHERE id = ${id} AND account_id = ${accountId}`);
+  return rows[0] ? readRow(rows[0], OWN_COLUMNS) : null;
 }
 
 /** The job an Idempotency-Key already made for this account, if any. */
 export async function findJobByIdempotencyKey(tx: Tx, accountId: string, key: string): Promise<OwnJob | null> {
   const rows = await query<Record<string, unknown>>(tx, sql`
     SELECT ${columns(OWN_COLUMNS)} FROM video_jobs WHERE account_id = ${accountId} AND idempotency_key = ${key}`);
-  return rows[0] ? { ...readRow(rows[0], OWN_COLUMNS), result: null } : null;
+  return rows[0] ? readRow(rows[0], OWN_COLUMNS) : null;
 }
 
-/** Own jobs, newest first, `limit + 1` of them (the extra one says there is a next page). */
-export async function listAccountJobs(tx: Tx, accountId: string, page: { limit: number; after?: string }): Promise<JobView[]> {
+/** Own jobs, newest first (or oldest first), `limit + 1` of them (the extra one says there is a next page). */
+export async function listAccountJobs(tx: Tx, accountId: string, page: { limit: number; after?: string; order?: "asc" | "desc" }): Promise<JobView[]> {
+  const asc = page.order === "asc";
   const rows = await query<Record<string, unknown>>(tx, sql`
     SELECT ${columns(VIEW_COLUMNS)} FROM video_jobs
     WHERE account_id = ${accountId}
-      ${page.after ? sql`AND (created_at, id) < (SELECT created_at, id FROM video_jobs WHERE id = ${page.after} AND account_id = ${accountId})` : sql``}
-    ORDER BY created_at DESC, id DESC LIMIT ${page.limit + 1}`);
+      ${page.after ? sql`AND (created_at, id) ${sql.raw(asc ? ">" : "<")} (SELECT created_at, id FROM video_jobs WHERE id = ${page.after} AND account_id = ${accountId})` : sql``}
+    ORDER BY ${sql.raw(asc ? "created_at ASC, id ASC" : "created_at DESC, id DESC")} LIMIT ${page.limit + 1}`);
   return rows.map((r) => readRow(r, VIEW_COLUMNS));
 }
 
@@ -47,27 +46,13 @@ export async function readWatchedJobs(tx: Tx, ids: readonly string[]): Promise<W
   return rows.map((r) => readRow(r, WATCHED_COLUMNS));
 }
 
-export interface ContentMeta {
-  status: JobView["status"];
-  size: number | null;
-  expiresAt: Date | null;
-  completedAt: Date | null;
-}
+export type ContentMeta = Pick<VideoJobRow, "status" | "resultSize" | "expiresAt" | "completedAt" | "blobStore" | "variants">;
 
-/** What the content route needs before sending a byte: state, size, expiry (no video bytes). */
+/** What /content needs to answer: status, size, deadline and where the objects are. */
 export async function readContentMeta(tx: Tx, id: string, accountId: string): Promise<ContentMeta | null> {
-  const rows = await query<Record<string, unknown>>(tx, sql`
-    SELECT status, octet_length(result) AS size, expires_at, completed_at FROM video_jobs WHERE id = ${id} AND account_id = ${accountId}`);
-  const r = rows[0];
-  return r ? { ...readRow(r, ["status", "expiresAt", "completedAt"]), size: r.size === null ? null : Number(r.size) } : null;
-}
-
-/** Bytes [start, start + length) of the job's video; null once it is gone (expired meanwhile). */
-export async function readContentSlice(tx: Tx, id: string, start: number, length: number): Promise<Uint8Array | null> {
-  const rows = await query<{ part: Uint8Array | null }>(tx, sql`
-    SELECT substring(result FROM ${start + 1} FOR ${length}) AS part FROM video_jobs WHERE id = ${id} AND ${statusIn(["completed"])} AND expires_at > now()`);
-  const part = rows[0]?.part;
-  return part ? new Uint8Array(part) : null;
+  const keys = ["status", "resultSize", "expiresAt", "completedAt", "blobStore", "variants"] as const;
+  const rows = await query<Record<string, unknown>>(tx, sql`SELECT ${columns(keys)} FROM video_jobs WHERE id = ${id} AND account_id = ${accountId}`);
+  return rows[0] ? readRow(rows[0], keys) : null;
 }
 
 /** Jobs of this API key not yet final (the per-key concurrent-jobs limit; on video_jobs_active_key_idx). */

@@ -29,7 +29,7 @@ function allowedFrom(to: VideoJobStatus): VideoJobStatus[] {
 }
 
 /** What a transition returns of the moved job: its view (for the event it is) and what billing needs. */
-const MOVED_COLUMNS = [...VIEW_COLUMNS, "accountId", "keyId", "holdId", "pluginHandle", "webhookUrl", "linksBase"] as const;
+const MOVED_COLUMNS = [...VIEW_COLUMNS, "accountId", "keyId", "holdId", "pluginHandle", "webhookUrl", "linksBase", "priceBasis", "blobStore"] as const;
 export type MovedJob = Pick<VideoJobRow, (typeof MOVED_COLUMNS)[number]>;
 export interface Transitioned {
   from: VideoJobStatus;
@@ -53,13 +53,13 @@ async function transition(tx: Tx, id: string, to: VideoJobStatus, opts: { set?: 
 }
 
 /**
- * Retention: completed jobs past expires_at become expired and their result is dropped. Batches of
- * 200: each row frees up to a few MB of bytea, so a batch stays a short transaction.
+ * Retention: completed jobs past expires_at become expired (their objects are then deleted by
+ * sweepStoredObjects). Batches of 200 keep each transaction short.
  */
 export async function expireResults(deps: Pick<AppDeps, "database" | "telemetry">, limit = 200): Promise<number> {
   const to: VideoJobStatus = "expired";
   const rows = await query<Record<string, unknown>>(deps.database.db, sql`
-    UPDATE video_jobs v SET status = ${to}, result = NULL
+    UPDATE video_jobs v SET status = ${to}
     FROM (
       SELECT id, status AS prev FROM video_jobs WHERE ${statusIn(allowedFrom(to))} AND expires_at < now()
       ORDER BY expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED
@@ -68,6 +68,16 @@ export async function expireResults(deps: Pick<AppDeps, "database" | "telemetry"
     RETURNING o.prev, ${columns(MOVED_COLUMNS, "v")}`);
   for (const r of rows) reportTransition(deps, { from: r.prev as VideoJobStatus, job: readRow(r, MOVED_COLUMNS) });
   return rows.length;
+}
+
+/**
+ * DELETE /v1/videos/{id} of a completed job: it expires now (its objects are deleted by the next
+ * sweep, or at once by the caller). Null when the job is not completed (or not this account's).
+ */
+export async function expireNow(deps: Pick<AppDeps, "database" | "telemetry">, id: string, accountId: string): Promise<MovedJob | null> {
+  const moved = await transition(deps.database.db, id, "expired", { set: sql`expires_at = least(expires_at, now())`, guard: sql`v.account_id = ${accountId}` });
+  reportTransition(deps, moved);
+  return moved?.job ?? null;
 }
 
 function reportTransition(deps: Pick<AppDeps, "telemetry">, moved: Transitioned | null) {
@@ -106,16 +116,19 @@ export async function saveHandle(deps: Pick<AppDeps, "database" | "telemetry" | 
 }
 
 /**
- * completed + result stored + hold settled for exactly the held amount (price/s × seconds, fixed at
- * submit) + usage row, in one transaction. False when the job had already ended (cancel, another
- * instance): then nothing is charged.
+ * completed (its MP4 and stills already in the blob store `result.blobStore`) + hold settled for
+ * exactly the held amount (price/s × seconds, fixed at submit) + usage row, in one transaction.
+ * False when the job had already ended (cancel, another instance): then nothing is charged.
  */
-export async function completeJob(deps: Pick<AppDeps, "database" | "telemetry" | "config">, id: string, mp4: Uint8Array, extra: { plugin: string }): Promise<boolean> {
+export async function completeJob(
+  deps: Pick<AppDeps, "database" | "telemetry" | "config">, id: string,
+  result: { blobStore: string; size: number; variants: string[] }, extra: { plugin: string },
+): Promise<boolean> {
   let done: Transitioned | null = null;
   let charge: JobCharge | null = null;
   await deps.database.db.transaction(async (tx) => {
     done = await transition(tx, id, "completed", {
-      set: sql`result = ${Buffer.from(mp4.buffer, mp4.byteOffset, mp4.byteLength)}, image = NULL, progress = 1, completed_at = now(),
+      set: sql`blob_store = ${result.blobStore}, result_size = ${result.size}, variants = ${`{${result.variants.join(",")}}`}::text[], progress = 1, completed_at = now(),
         expires_at = now() + ${deps.config.videoRetentionMs} * interval '1 millisecond', error_code = NULL, error_message = NULL, ${clearLease}`,
     });
     if (!done) return;
@@ -135,7 +148,7 @@ export async function completeJob(deps: Pick<AppDeps, "database" | "telemetry" |
 export async function failJob(deps: Pick<AppDeps, "database" | "telemetry" | "config">, id: string, error: { code: string; message: string }, extra: { plugin: string | null; guard?: SQL }): Promise<MovedJob | null> {
   const moved = await deps.database.db.transaction(async (tx) => {
     const m = await transition(tx, id, "failed", {
-      set: sql`error_code = ${error.code}, error_message = ${error.message.slice(0, 1000)}, image = NULL, completed_at = now(), ${clearLease}`,
+      set: sql`error_code = ${error.code}, error_message = ${error.message.slice(0, 1000)}, completed_at = now(), ${clearLease}`,
       guard: extra.guard,
     });
     if (!m) return null;
@@ -148,5 +161,5 @@ export async function failJob(deps: Pick<AppDeps, "database" | "telemetry" | "co
 }
 
 function chargeOf(deps: Pick<AppDeps, "telemetry">, job: MovedJob, plugin: string | null): JobCharge {
-  return jobCharge(deps, { holdId: job.holdId, jobId: job.id, accountId: job.accountId, keyId: job.keyId, model: job.model, seconds: job.seconds, plugin, createdAt: job.createdAt });
+  return jobCharge(deps, { holdId: job.holdId, jobId: job.id, accountId: job.accountId, keyId: job.keyId, model: job.model, seconds: job.seconds, priceBasis: job.priceBasis, plugin, createdAt: job.createdAt });
 }

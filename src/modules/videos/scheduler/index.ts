@@ -11,6 +11,7 @@ import { every, type BackgroundTask } from "../../../background.ts";
 import { claimDueJobs, modelsWithDueJobs, releaseAllLeases, releaseJob, renewLeases, type ClaimedJob } from "../job-table/claim-due-jobs.ts";
 import { expireResults, failJob } from "../job-table/transitions.ts";
 import { runJob } from "./run-job.ts";
+import { sweepStoredObjects } from "./sweep-objects.ts";
 
 /** a plugin that states no limit gets 4 jobs in flight per instance */
 export const DEFAULT_MODEL_CONCURRENCY = 4;
@@ -109,6 +110,8 @@ export function createVideoScheduler(deps: AppDeps): BackgroundTask {
   const sweeper = every(SWEEP_INTERVAL_MS, async () => {
     const n = await expireResults(deps);
     if (n) logger.info({ expired: n }, "video results past retention dropped");
+    const swept = await sweepStoredObjects(deps);
+    if (swept) logger.info({ jobs: swept }, "stored objects of ended video jobs deleted");
   }, (err) => logger.error({ err }, "video retention sweep failed"));
 
   return {

@@ -2,7 +2,8 @@
  * Drives one claimed job until it ends or is handed back to the queue:
  *   no handle → plugin.submit → save the handle at once (own statement) → processing
  *   handle    → plugin.poll every pollIntervalMs, in place, while the heartbeat renews our lease
- *   succeeded → completed + settle (one transaction);  failed → failed + release (one transaction)
+ *   succeeded → MP4 and stills into the blob store (store-result.ts), then completed + settle (one transaction)
+ *   failed    → failed + release (one transaction)
  *   lost      → forget the handle and submit again (bounded by MAX_SUBMIT_ATTEMPTS)
  *
  * Why poll in place instead of releasing the lease between polls: a job then occupies one of the
@@ -11,10 +12,13 @@
  * job stays on the instance that submitted it until its lease lapses (instance died) or it ends.
  * Retryable errors do release the lease: the job is due again after a backoff, on any instance.
  */
+import { isBlobStoreError, readAll, type BlobStore } from "../../../blob-store/index.ts";
 import type { AppDeps } from "../../../deps.ts";
 import { jobFailureFrom, pluginErrorKind } from "../../../http/plugin-errors.ts";
 import type { HostPollResult, HostVideo } from "../../../plugin-host/types.ts";
-import { beginSubmitAttempt, forgetHandle, releaseJob, saveProgress, type ClaimedJob } from "../job-table/claim-due-jobs.ts";
+import { sourceKey } from "../blob-keys.ts";
+import { beginSubmitAttempt, forgetHandle, readHandle, releaseJob, saveProgress, type ClaimedJob } from "../job-table/claim-due-jobs.ts";
+import { STORE_ATTEMPTS, storeBackoffMs, storeResult } from "./store-result.ts";
 import { completeJob, failJob, saveHandle } from "../job-table/transitions.ts";
 
 /** consecutive retryable errors before the job fails: 0.5+1+2+4 s of backoff ≈ 8 s of outage tolerated */
@@ -33,7 +37,7 @@ const DEFAULT_POLL_MS = 1_000;
 const PROGRESS_STEP = 0.05;
 
 export interface RunJobContext {
-  deps: Pick<AppDeps, "database" | "telemetry" | "config" | "logger">;
+  deps: Pick<AppDeps, "database" | "telemetry" | "config" | "logger" | "blobs">;
   owner: string;
   plugin: string;
   /** checked by the host (plugin-host/checked-video.ts): handles, states, progress and MP4s are valid, result URLs downloaded */
@@ -45,6 +49,8 @@ export const backoffMs = (streak: number) => Math.min(BACKOFF_CAP_MS, BACKOFF_BA
 
 export async function runJob(ctx: RunJobContext, job: ClaimedJob): Promise<void> {
   const { deps, owner, video, signal } = ctx;
+  /** the store the job's source went to at submit (its result goes there too); a job with none yet uses the configured one */
+  const storeOf = (j: ClaimedJob): BlobStore | null => (j.blobStore ? deps.blobs.byName(j.blobStore) : deps.blobs.current);
   const db = deps.database.db;
   const fail = (code: string, message: string) => failJob(deps, job.id, { code, message }, { plugin: ctx.plugin });
   const pollEvery = Math.max(10, video.pollIntervalMs ?? DEFAULT_POLL_MS);
@@ -85,15 +91,26 @@ export async function runJob(ctx: RunJobContext, job: ClaimedJob): Promise<void>
         if (job.errorStreak > 0) return void (await fail("upstream_error", `the provider failed the job ${job.attempts} times; last error: ${job.errorMessage ?? "unknown"}`));
         return void (await fail("provider_lost_job", `the provider lost the job ${job.attempts} times`));
       }
-      if (!job.image || !job.imageMime) return void (await fail("source_image_missing", "the source image is no longer stored"));
+      const store = storeOf(job);
+      if (!store || !job.imageMime) return void (await fail("source_image_missing", "the source image is no longer stored"));
+      let image: Uint8Array | null;
+      try {
+        image = await readAll(store, sourceKey(job.id));
+      } catch (e) {
+        if (!isBlobStoreError(e)) throw e;
+        return void (await retryLater(`reading the source image: ${e.message}`));
+      }
+      if (!image) return void (await fail("source_image_missing", "the source image is no longer stored"));
+      const remixOf = job.remixedFrom ? { jobId: job.remixedFrom, handle: (await readHandle(db, job.remixedFrom)) ?? "" } : undefined;
+      if (remixOf && !remixOf.handle) return void (await fail("remix_source_missing", `the video ${job.remixedFrom} this job remixes has no provider handle`));
       const attempts = await beginSubmitAttempt(db, job.id, owner);
       if (attempts === null) return; // lease lost or job ended meanwhile: someone else owns it now
       job.attempts = attempts;
       let submitted: { handle: string };
       try {
         submitted = await timed(() => video.submit({
-          jobId: job.id, prompt: job.prompt, negativePrompt: job.negativePrompt ?? undefined, image: { bytes: job.image!, mime: job.imageMime! },
-          width: job.width, height: job.height, seconds: job.seconds, seed: job.seed, steps: job.steps ?? undefined,
+          jobId: job.id, prompt: job.prompt, negativePrompt: job.negativePrompt ?? undefined, image: { bytes: image!, mime: job.imageMime! },
+          width: job.width, height: job.height, seconds: job.seconds, seed: job.seed, steps: job.steps ?? undefined, ...(remixOf ? { remixOf } : {}),
         }, { signal, requestId: job.id }));
       } catch (e) {
         return void (await onError(e, "submit"));
@@ -130,10 +147,26 @@ export async function runJob(ctx: RunJobContext, job: ClaimedJob): Promise<void>
         await sleep(pollEvery, signal);
         continue;
       }
-      case "succeeded":
+      case "succeeded": {
         // a result URL was downloaded (SSRF-guarded) and checked by the host before it got here
-        await completeJob(deps, job.id, r.mp4, { plugin: ctx.plugin });
-        return;
+        const store = storeOf(job);
+        if (!store) return void (await fail("storage_unavailable", `the blob store "${job.blobStore}" this job was submitted to is not configured`));
+        for (let attempt = 1; ; attempt++) {
+          try {
+            const stored = await storeResult(store, job, r.mp4);
+            await completeJob(deps, job.id, { blobStore: store.name, ...stored }, { plugin: ctx.plugin });
+            return;
+          } catch (e) {
+            if (!isBlobStoreError(e) || signal.aborted) throw e;
+            deps.logger.warn({ err: e, jobId: job.id, attempt }, "video job: storing the result failed");
+            if (attempt >= STORE_ATTEMPTS) {
+              // the handle stays: the next round polls the provider again for the result
+              return void (await releaseJob(db, job.id, owner, storeBackoffMs(attempt), { errorStreak: job.errorStreak, lastError: `storing the result: ${e.message}` }));
+            }
+            await sleep(storeBackoffMs(attempt), signal);
+          }
+        }
+      }
       case "failed":
         if (r.retryable) return void (await retryLater(`${r.code}: ${r.message}`, { clearHandle: true }));
         return void (await fail(r.code || "generation_failed", r.message || "the provider reported a failure"));
