@@ -210,6 +210,29 @@ export function describeBudgets(name: string, pglite: boolean) {
       await expectWindowInvariants(db(), [c.accountId]);
     }, 60_000);
 
+    test("thresholds: each is reached once per window, whatever comes after; the next day's window reaches them again", async () => {
+      clock.set("2026-03-07T12:00:00Z");
+      const c = await server.client({ budgets: [{ period: "day", limit: 4 * CHAT_COST, thresholds: [50, 100] }] });
+      const alerts = async () => (await query<{ window_id: string; threshold: number }>(db(), sql`SELECT window_id, threshold FROM budget_alerts WHERE account_id = ${c.accountId} ORDER BY reached_at, threshold`)).map((a) => `${a.window_id.split("@")[1]}:${a.threshold}`);
+      await ok(await routes.chat(server.url, c.key));
+      await server.deps.billing.sync();
+      expect(await alerts()).toEqual([]);
+      await ok(await routes.chat(server.url, c.key)); // 50 %
+      await ok(await routes.chat(server.url, c.key));
+      await server.deps.billing.sync();
+      expect(await alerts()).toEqual(["1772841600:50"]);
+      await ok(await routes.chat(server.url, c.key)); // 100 %
+      expect((await routes.chat(server.url, c.key)).status).toBe(402);
+      await server.deps.billing.sync();
+      expect(await alerts()).toEqual(["1772841600:50", "1772841600:100"]);
+      clock.set("2026-03-08T09:00:00Z");
+      for (let i = 0; i < 2; i++) await ok(await routes.chat(server.url, c.key));
+      await server.deps.billing.sync();
+      expect(await alerts()).toEqual(["1772841600:50", "1772841600:100", "1772928000:50"]);
+      const view = ((await (await server.admin(`/admin/keys/${c.keyId}/budgets`)).json()) as any).data[0].window;
+      expect(view.alerts.map((a: any) => a.threshold)).toEqual([50]);
+    }, 60_000);
+
     test("a budget set or lowered takes effect for the next request (the instance's leases stop approving)", async () => {
       clock.set("2026-03-07T12:00:00Z");
       const c = await server.client();
