@@ -14,7 +14,8 @@ import { ADMIN_TOKEN, startTestServer, type TestServer } from "../../test/suppor
 import { scriptedEnv } from "../../test/videos/support.ts";
 import { buildConsole } from "../build.ts";
 import { formatUsd } from "../src/money.ts";
-import { launchBrowser, see, shot, watch, type Watched } from "./browser.ts";
+import { join } from "node:path";
+import { launchBrowser, see, shot, SHOTS, watch, type Watched } from "./browser.ts";
 
 let fake: FakeOpenAI;
 let s: TestServer;
@@ -105,6 +106,7 @@ test("operator: an account budget and a key budget set in USD, bars that follow 
   await see(plan, "Gold (-20 %)");
   expect(((await (await s.admin(`/admin/accounts/${acct}`)).json()) as any).plan).toBe("gold");
   await shot(page, "budgets-operator");
+  await page.locator("div.grid-2").filter({ has: card }).screenshot({ path: join(SHOTS, "budgets.png") });
   expect(w.errors).toEqual([]);
   expect(w.foreign).toEqual([]);
 }, 90_000);

@@ -233,6 +233,17 @@ export function describeBudgets(name: string, pglite: boolean) {
       expect(view.alerts.map((a: any) => a.threshold)).toEqual([50]);
     }, 60_000);
 
+    test("/docs documents the routes and the 402 body", async () => {
+      const doc = (await (await fetch(`${server.url}/docs/json`)).json()) as any;
+      for (const path of ["/admin/keys/{id}/budgets", "/admin/accounts/{id}/budgets", "/admin/accounts/{id}/plan", "/admin/plans/{id}", "/admin/plans"]) expect({ path, documented: path in doc.paths }).toEqual({ path, documented: true });
+      expect(Object.keys(doc.paths["/admin/keys/{id}/budgets"]).sort()).toEqual(["get", "put"]);
+      const chat402 = JSON.stringify(doc.paths["/v1/chat/completions"].post.responses["402"]);
+      expect(chat402).toContain("budget_exceeded");
+      expect(chat402).toContain("resets_at");
+      expect(JSON.stringify(doc.paths["/v1/account"].get.responses["200"])).toContain("budgets");
+      expect(JSON.stringify(doc.webhooks ?? {})).toContain("budget.threshold_reached");
+    });
+
     test("a budget set or lowered takes effect for the next request (the instance's leases stop approving)", async () => {
       clock.set("2026-03-07T12:00:00Z");
       const c = await server.client();
