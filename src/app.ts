@@ -32,6 +32,7 @@ import { videoRoutes } from "./modules/videos/index.ts";
 import { videoContentRoutes } from "./modules/videos/content.ts";
 import { videoEventRoutes } from "./modules/videos/events.ts";
 import { webhookRoutes } from "./modules/webhooks/index.ts";
+import { pluginHookRoutes } from "./modules/plugin-hooks/index.ts";
 import { webhookAdminRoutes } from "./modules/webhooks/admin-routes.ts";
 import { WEBHOOKS_OPENAPI } from "./modules/webhooks/model.ts";
 import { metricsRoutes, usageRoutes } from "./modules/ops/index.ts";
@@ -93,6 +94,7 @@ export function createApp(deps: AppDeps) {
     .use(openAiVideoRoutes(deps))
     .use(webhookRoutes(deps))
     .use(webhookAdminRoutes(deps))
+    .use(pluginHookRoutes(deps))
     .use(usageRoutes(deps));
   if (deps.metrics) app.use(metricsRoutes(deps, deps.metrics));
   methodsFor = routeMethodIndex(app.routes);

@@ -9,11 +9,10 @@
  * a stream is only ever retried before its first event.
  */
 import {
-  callUpstream, DEFAULT_BREAKER, definePlugin, PluginError, routedCall, UpstreamRouter,
-  type CallOptions, type ChatCapability, type ChatCompletion, type ChatStreamEvent, type EmbeddingsCapability, type Lease, type PluginContext, type RetryBudget, type UpstreamOptions,
+  callUpstream, DEFAULT_BREAKER, definePlugin, deploymentNames, leasedStream, PluginError, redactor, retryableBeforeFirstEvent, routedCall, UpstreamRouter, urlPassword,
+  type CallOptions, type ChatCapability, type ChatCompletion, type EmbeddingsCapability, type PluginContext, type RetryBudget, type UpstreamOptions,
 } from "@reelay/plugin-sdk";
-import { deploymentNames, DEFAULT_MAX_RESPONSE_BYTES, OpenAICompatibleOptions, validateOptions } from "./options.ts";
-import { redactor, urlPassword } from "./redact.ts";
+import { DEFAULT_MAX_RESPONSE_BYTES, OpenAICompatibleOptions, validateOptions } from "./options.ts";
 
 export type { OpenAICompatibleOptions } from "./options.ts";
 
@@ -118,53 +117,12 @@ function chat(opts: OpenAICompatibleOptions, route: Route): ChatCapability {
           return { events, first: await events.next() };
         } catch (err) {
           res.close();
-          throw beforeFirstEvent(err);
+          throw retryableBeforeFirstEvent(err);
         }
       }, { budget, holdOnSuccess: true });
-      return leasedEvents(value.events, value.first, lease, call.signal);
+      return leasedStream(value.events, value.first, lease, call.signal);
     },
   };
-}
-
-/** A deadline or a reset before the first event: nothing reached the client, another deployment may answer. */
-function beforeFirstEvent(err: unknown): unknown {
-  const e = err as PluginError;
-  if ((e?.kind === "timeout" || e?.kind === "connect") && e.retryable === false) {
-    return new PluginError(e.kind, e.message, { retryable: true, cause: err });
-  }
-  return err;
-}
-
-/**
- * The stream's events, its deployment counted in flight until it ends: a failure mid-stream counts
- * against the deployment (and is never retried); a consumer that stops early ends it as a success.
- */
-function leasedEvents(events: AsyncIterator<ChatStreamEvent>, first: IteratorResult<ChatStreamEvent>, lease: Lease<Target>, signal: AbortSignal): AsyncIterable<ChatStreamEvent> {
-  let pending: IteratorResult<ChatStreamEvent> | null = first;
-  const iterator: AsyncIterator<ChatStreamEvent> = {
-    async next() {
-      let r: IteratorResult<ChatStreamEvent>;
-      if (pending !== null) {
-        r = pending;
-        pending = null;
-      } else {
-        try {
-          r = await events.next();
-        } catch (err) {
-          lease.end(err, signal);
-          throw err;
-        }
-      }
-      if (r.done) lease.end();
-      return r;
-    },
-    async return(value?: unknown) {
-      lease.end();
-      await events.return?.(value).catch(() => {});
-      return { done: true, value: undefined };
-    },
-  };
-  return { [Symbol.asyncIterator]: () => iterator };
 }
 
 function embeddings(opts: OpenAICompatibleOptions, route: Route): EmbeddingsCapability {

@@ -1,22 +1,8 @@
 /** Per-model options of the openai-compatible plugin, as a schema the host validates at boot. */
-import { DEFAULT_UPSTREAM_TIMEOUTS, DeploymentMaxConcurrent, DeploymentName, DeploymentWeight, EnvVarName, RoutingOptions, Type, type Static } from "@reelay/plugin-sdk";
+import { DeploymentMaxConcurrent, DeploymentName, DeploymentWeight, deploymentProblems, EnvVarName, RoutingOptions, Type, UpstreamTimeoutOptions, type Static } from "@reelay/plugin-sdk";
 
-const ms = (description: string, fallback: number) => Type.Integer({ minimum: 1, maximum: 86_400_000, default: fallback, description });
-
-export const Timeouts = Type.Object({
-  /**
-   * Streamed calls: request start → response headers. Covers DNS, TCP, TLS and the upstream
-   * accepting the request (vLLM, OpenAI and llama.cpp send stream headers before generating).
-   * Servers that hold the headers until the first token (Ollama under load) need a larger value.
-   */
-  connectMs: ms("streamed calls: request start to response headers", DEFAULT_UPSTREAM_TIMEOUTS.connectMs),
-  /** Streamed calls: response headers → first body byte (queueing + prefill, i.e. time to first token). */
-  firstByteMs: ms("streamed calls: headers to the first body byte", DEFAULT_UPSTREAM_TIMEOUTS.firstByteMs),
-  /** Gap between two body chunks, both calls. */
-  idleMs: ms("gap between two body chunks", DEFAULT_UPSTREAM_TIMEOUTS.idleMs),
-  /** The whole call, body included (a non-streamed upstream sends headers only when done). */
-  totalMs: ms("the whole call", DEFAULT_UPSTREAM_TIMEOUTS.totalMs),
-}, { additionalProperties: false, default: {} });
+/** callUpstream's four deadlines as a model option (the SDK's schema, shared by every routing plugin). */
+export const Timeouts = UpstreamTimeoutOptions;
 
 /**
  * maxResponseBytes: the largest non-streamed answer read; beyond it the call fails (502) and the
@@ -73,38 +59,5 @@ export const DEFAULT_MAX_RESPONSE_BYTES = { chat: 16 * 1024 * 1024, embeddings: 
 
 /** What the schema cannot say: `baseUrl` or `deployments` (one of them), every URL parses, names are unique. */
 export function validateOptions(o: OpenAICompatibleOptions): string[] {
-  const problems: string[] = [];
-  if (o.deployments === undefined && o.baseUrl === undefined) return ['option "baseUrl": is required (or "deployments", a list of upstreams)'];
-  if (o.deployments !== undefined && (o.baseUrl !== undefined || o.apiKeyEnv !== undefined)) {
-    problems.push('option "deployments": give either "baseUrl" (with "apiKeyEnv") or "deployments", not both');
-  }
-  const urls = o.deployments ? o.deployments.map((d, i) => [`deployments.${i}.baseUrl`, d.baseUrl] as const) : [["baseUrl", o.baseUrl!] as const];
-  for (const [option, url] of urls) {
-    try {
-      new URL(url);
-    } catch {
-      problems.push(`option "${option}": not a valid URL: ${url}`);
-    }
-  }
-  if (o.deployments && problems.length === 0) {
-    const names = deploymentNames(o.deployments);
-    const seen = new Set<string>();
-    for (const [i, n] of names.entries()) {
-      if (seen.has(n)) problems.push(`option "deployments.${i}.name": "${n}" names two deployments (give each a unique name)`);
-      seen.add(n);
-    }
-  }
-  return problems;
-}
-
-/** Each deployment's name: its own, else its base URL's host:port (a second with the same host gets "#2" …). */
-export function deploymentNames(list: Array<Pick<DeploymentOptions, "name" | "baseUrl">>): string[] {
-  const used = new Map<string, number>();
-  return list.map((d) => {
-    if (d.name) return d.name;
-    const host = new URL(d.baseUrl).host;
-    const n = (used.get(host) ?? 0) + 1;
-    used.set(host, n);
-    return n === 1 ? host : `${host}#${n}`;
-  });
+  return deploymentProblems(o);
 }

@@ -29,6 +29,8 @@ export async function listUsage(tx: Tx, accountId: string, page: Page) {
     route: r.route,
     model: r.model,
     prompt_tokens: r.promptTokens,
+    cached_tokens: r.cachedTokens,
+    cache_write_tokens: r.cacheWriteTokens,
     completion_tokens: r.completionTokens,
     delivered_tokens: r.deliveredTokens,
     reported_tokens: r.reportedTokens,

@@ -119,6 +119,8 @@ export function settlementOf(
   const row: UsageFacts = {
     accountId: s.accountId, keyId: s.keyId, ref: s.ref, kind: s.kind, model: s.model, plugin: s.plugin,
     promptTokens: usage?.promptTokens ?? null, completionTokens: usage?.completionTokens ?? null, seconds: usage?.seconds ?? null,
+    // null when nothing came from a prompt cache: most models have none
+    cachedTokens: usage?.cachedTokens || null, cacheWriteTokens: usage?.cacheWriteTokens || null,
     deliveredTokens: o.deliveredTokens ?? null, reportedTokens: o.reportedTokens ?? null, tokenSource: o.tokenSource ?? null,
     status: o.status, disconnected: o.disconnected ?? false, latencyMs: Math.min(2_147_483_647, latencyMs),
     errorCode: o.errorCode ?? null, anomaly: o.anomaly ?? null, route: s.route ?? null, plan: priced.plan, pricing: priced.pricing,

@@ -17,7 +17,7 @@ import { problemsWithPricing, type ModelPricing } from "../plugin-sdk/index.ts";
 import type { EffectivePricing } from "./price.ts";
 
 /** the scalar prices a usage row records (per-size video prices are recorded through the price basis) */
-export const PRICE_KEYS = ["inputPerMillion", "outputPerMillion", "perSecond"] as const satisfies ReadonlyArray<keyof ModelPricing>;
+export const PRICE_KEYS = ["inputPerMillion", "cachedInputPerMillion", "cacheWritePerMillion", "outputPerMillion", "perSecond"] as const satisfies ReadonlyArray<keyof ModelPricing>;
 /** −100 % (free) to +1,000 %, in basis points of a percent */
 export const MIN_ADJUSTMENT_BP = -10_000;
 export const MAX_ADJUSTMENT_BP = 100_000;

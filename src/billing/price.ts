@@ -2,7 +2,12 @@ import type { ModelPricing } from "../plugin-sdk/index.ts";
 
 /** What a request or job used, in the units prices are given in. */
 export interface BillableUsage {
+  /** every prompt token, the cached and cache-write ones included */
   promptTokens?: number;
+  /** of `promptTokens`: read from the upstream's prompt cache */
+  cachedTokens?: number;
+  /** of `promptTokens`: written to the upstream's prompt cache */
+  cacheWriteTokens?: number;
   completionTokens?: number;
   seconds?: number;
   /** video: the output size ("1280x720"), which picks the per-second price (videoRate) */
@@ -33,18 +38,27 @@ const MILLION = 1_000_000n;
 const WHOLE_BP = 10_000n;
 
 /**
- * The one price formula: integer micro-dollars, computed exactly and rounded once per request,
- * up (a 3-token embeddings request at $0.02/M costs 1 micro-dollar, not 0). Token rates are per
- * million; video is per second (by output size when the model prices sizes). A price plan's
- * adjustment applies to the exact amount before the one rounding: 101 tokens at $0.10/M are 10.1
- * micro-dollars, at −5 % exactly 9.595, billed 10 (rounding the list price first and again after
- * the adjustment would bill 11). Inputs must be credible non-negative integers (see usage-sanity.ts).
+ * The one price formula: integer micro-dollars, computed exactly and rounded once per request, up
+ * (a 3-token embeddings request at $0.02/M costs 1 micro-dollar, not 0). Token rates are per million;
+ * prompt tokens read from or written to a prompt cache cost `cachedInputPerMillion` /
+ * `cacheWritePerMillion`, the input price when the model has none; video is per second (by output
+ * size when the model prices sizes). A price plan's adjustment applies to the exact amount before
+ * the one rounding: 101 tokens at $0.10/M are 10.1 micro-dollars, at −5 % exactly 9.595, billed 10
+ * (rounding the list price first and again after the adjustment would bill 11). Inputs must be
+ * credible non-negative integers, the cache counts within the prompt (usage-sanity.ts).
  */
 export function priceOf(pricing: EffectivePricing, u: BillableUsage): number {
   const video = videoRate(pricing, u.size);
+  const input = pricing.inputPerMillion ?? 0;
+  const cached = u.cachedTokens ?? 0;
+  const written = u.cacheWriteTokens ?? 0;
+  const fresh = (u.promptTokens ?? 0) - cached - written;
   if (!pricing.adjustmentBp) {
     // list prices (or a plan that only overrides): the formula as it always was
-    const tokens = (u.promptTokens ?? 0) * (pricing.inputPerMillion ?? 0) + (u.completionTokens ?? 0) * (pricing.outputPerMillion ?? 0);
+    const tokens = fresh * input
+      + cached * (pricing.cachedInputPerMillion ?? input)
+      + written * (pricing.cacheWritePerMillion ?? input)
+      + (u.completionTokens ?? 0) * (pricing.outputPerMillion ?? 0);
     return Math.ceil(tokens / 1_000_000) + (u.seconds ?? 0) * video.perSecond;
   }
   // Exact in integers: Σ units × rate × (10,000 + adjustment, or 10,000 for an overridden price)
@@ -52,16 +66,32 @@ export function priceOf(pricing: EffectivePricing, u: BillableUsage): number {
   const adjusted = WHOLE_BP + BigInt(Math.round(pricing.adjustmentBp));
   const factor = (key: keyof ModelPricing) => (pricing.overridden?.includes(key) ? WHOLE_BP : adjusted);
   const part = (units: number | undefined, rate: number | undefined, key: keyof ModelPricing, scale: bigint) => (units && rate ? BigInt(units) * BigInt(rate) * factor(key) * scale : 0n);
+  // a cache price the model lacks is its input price, adjusted (or not) like it
+  const cacheKey = (k: "cachedInputPerMillion" | "cacheWritePerMillion") => (pricing[k] !== undefined ? k : "inputPerMillion");
   const n =
-    part(u.promptTokens, pricing.inputPerMillion, "inputPerMillion", 1n) +
+    part(fresh, input, "inputPerMillion", 1n) +
+    part(cached, pricing.cachedInputPerMillion ?? input, cacheKey("cachedInputPerMillion"), 1n) +
+    part(written, pricing.cacheWritePerMillion ?? input, cacheKey("cacheWritePerMillion"), 1n) +
     part(u.completionTokens, pricing.outputPerMillion, "outputPerMillion", 1n) +
     part(u.seconds, video.perSecond, video.key, MILLION);
   const d = MILLION * WHOLE_BP;
   return Number((n + d - 1n) / d);
 }
 
+/**
+ * The most `u` can cost once the upstream says how its prompt was served: every prompt token at
+ * the dearest prompt price (a cache write costs more than a fresh token at Anthropic: 1.25×). What
+ * a request's hold covers.
+ */
+export function worstPriceOf(pricing: EffectivePricing, u: Pick<BillableUsage, "promptTokens" | "completionTokens">): number {
+  const writesCostMore = (pricing.cacheWritePerMillion ?? 0) > (pricing.inputPerMillion ?? 0);
+  return priceOf(pricing, { ...u, cacheWriteTokens: writesCostMore ? u.promptTokens : 0 });
+}
+
+type RateKey = "inputPerMillion" | "outputPerMillion" | "perSecond" | "cachedInputPerMillion" | "cacheWritePerMillion";
+
 /** A rate as the account pays it, per million tokens or per second (it may have a fraction of a micro-dollar). */
-export function effectiveRate(pricing: EffectivePricing, key: "inputPerMillion" | "outputPerMillion" | "perSecond", rate: number | undefined = pricing[key]): number | null {
+export function effectiveRate(pricing: EffectivePricing, key: RateKey, rate: number | undefined = pricing[key]): number | null {
   if (rate === undefined) return null;
   if (!pricing.adjustmentBp || pricing.overridden?.includes(key)) return rate;
   return (rate * (10_000 + pricing.adjustmentBp)) / 10_000;

@@ -44,3 +44,35 @@ function show(v: unknown): string {
   const s = typeof v === "string" ? JSON.stringify(v) : String(v);
   return s.length > 40 ? s.slice(0, 40) + "…" : s;
 }
+
+export interface CredibleCacheCounts {
+  /** prompt tokens read from the upstream's prompt cache */
+  cached: number;
+  /** prompt tokens written to it */
+  cacheWrite: number;
+  anomaly: string | null;
+}
+
+/**
+ * The cached and cache-write parts of a credible prompt count, as the upstream reported them:
+ * each a count, together at most the prompt. Anything else is billed as ordinary prompt tokens
+ * (0 here) with the anomaly: a hostile upstream could otherwise have a whole prompt billed at a
+ * cache-read price, or (a cache write costs more) drain an account. A prompt reelay counted itself
+ * (the upstream's was not credible, or missing) has no cache parts: they were the upstream's.
+ */
+export function credibleCacheCounts(reported: { cached?: unknown; cacheWrite?: unknown }, prompt: CredibleCount): CredibleCacheCounts {
+  const none = (v: unknown) => v === undefined || v === null;
+  if (none(reported.cached) && none(reported.cacheWrite)) return { cached: 0, cacheWrite: 0, anomaly: null };
+  if (prompt.source !== "upstream") return { cached: 0, cacheWrite: 0, anomaly: "cache tokens: ignored with the upstream's prompt count; billed at the input price" };
+  const count = (field: string, v: unknown): { n: number; anomaly: string | null } => {
+    if (none(v)) return { n: 0, anomaly: null };
+    if (typeof v === "number" && Number.isSafeInteger(v) && v >= 0) return { n: v, anomaly: null };
+    return { n: 0, anomaly: `${field}: upstream reported ${show(v)}, not a count; billed at the input price` };
+  };
+  const cached = count("cached_tokens", reported.cached);
+  const cacheWrite = count("cache_write_tokens", reported.cacheWrite);
+  if (cached.n + cacheWrite.n > prompt.tokens) {
+    return { cached: 0, cacheWrite: 0, anomaly: `cache tokens: upstream reported ${cached.n} cached + ${cacheWrite.n} written > ${prompt.tokens} prompt tokens; billed at the input price` };
+  }
+  return { cached: cached.n, cacheWrite: cacheWrite.n, anomaly: joinAnomalies(cached.anomaly, cacheWrite.anomaly) };
+}

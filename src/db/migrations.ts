@@ -19,7 +19,9 @@ import m0006 from "../../drizzle/0006_blob_store_and_video_api.sql" with { type:
 // @ts-ignore: text import
 import m0007 from "../../drizzle/0007_video_bytes_in_blob_store.sql" with { type: "text" };
 // @ts-ignore: text import
-import m0008 from "../../drizzle/0008_budgets_and_plans.sql" with { type: "text" };
+import m0008 from "../../drizzle/0008_usage_cache_tokens.sql" with { type: "text" };
+// @ts-ignore: text import
+import m0009 from "../../drizzle/0009_budgets_and_plans.sql" with { type: "text" };
 
 export const MIGRATIONS: Array<{ name: string; sql: string }> = [
   { name: "0000_init", sql: m0000 as unknown as string },
@@ -30,7 +32,8 @@ export const MIGRATIONS: Array<{ name: string; sql: string }> = [
   { name: "0005_responses_and_usage_route", sql: m0005 as unknown as string },
   { name: "0006_blob_store_and_video_api", sql: m0006 as unknown as string },
   { name: "0007_video_bytes_in_blob_store", sql: m0007 as unknown as string },
-  { name: "0008_budgets_and_plans", sql: m0008 as unknown as string },
+  { name: "0008_usage_cache_tokens", sql: m0008 as unknown as string },
+  { name: "0009_budgets_and_plans", sql: m0009 as unknown as string },
 ];
 
 export function splitStatements(sqlText: string): string[] {

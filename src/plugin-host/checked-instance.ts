@@ -1,10 +1,12 @@
 /**
  * The instance the host calls for a model: each capability the plugin implements, checked
- * (checked-chat.ts, checked-embeddings.ts, checked-video.ts); load, unload and close passed through.
+ * (checked-chat.ts, checked-messages.ts, checked-embeddings.ts, checked-video.ts); load, unload and
+ * close passed through.
  */
 import type { DeploymentStatus, ModelInstance } from "../plugin-sdk/index.ts";
 import { checkedChat } from "./checked-chat.ts";
 import { checkedEmbeddings } from "./checked-embeddings.ts";
+import { checkedMessages } from "./checked-messages.ts";
 import { checkedVideo, type VideoSite } from "./checked-video.ts";
 import { PluginCalls } from "./plugin-calls.ts";
 import type { HostInstance } from "./types.ts";
@@ -27,6 +29,7 @@ export function checkedInstance(instance: ModelInstance, site: VideoSite): HostI
   const calls = new PluginCalls(site);
   return {
     chat: instance.chat ? checkedChat(instance.chat, site, calls) : undefined,
+    messages: instance.messages ? checkedMessages(instance.messages, site, calls) : undefined,
     embeddings: instance.embeddings ? checkedEmbeddings(instance.embeddings, site, calls) : undefined,
     video: instance.video ? checkedVideo(instance.video, site, calls) : undefined,
     load: instance.load?.bind(instance),

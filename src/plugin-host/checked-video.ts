@@ -3,7 +3,8 @@
  * a known state, progress as a fraction 0–1, an MP4 that starts with an `ftyp` box. A result URL is
  * downloaded here, through the SSRF guard (private addresses only when the operator set the
  * model's `allowPrivateNetwork`), and checked like bytes, so the scheduler only ever stores an MP4.
- * A violation fails the job (the plugin is asked to cancel its upstream job, best effort).
+ * A violation fails the job (the plugin is asked to cancel its upstream job, best effort). An
+ * inbound hook (webhook()) must say whether it was genuine; only a genuine one wakes jobs.
  */
 import { downloadFailure, isMp4, isPluginError, problemWithHandle, problemWithPollResult, type SafeFetchOptions, type VideoCapability, type VideoPollResult } from "../plugin-sdk/index.ts";
 import { guarded, violation, type PluginSite } from "./plugin-faults.ts";
@@ -42,6 +43,17 @@ export function checkedVideo(video: VideoCapability, site: VideoSite, calls: Plu
     return r.state === "succeeded" && "url" in r ? fetchResult(site, r.url, call) : (r as HostPollResult);
   };
   if (cancel) checked.cancel = (handle, call) => guarded(site, call.signal, call.requestId, () => cancel(handle, calls.options(call)));
+  const webhook = typeof video.webhook === "function" ? video.webhook.bind(video) : undefined;
+  if (webhook) {
+    checked.webhook = async (req, call) => {
+      const r = await guarded(site, call.signal, call.requestId, () => webhook(req, calls.options(call)));
+      const wake = (r as { wake?: unknown } | undefined)?.wake ?? [];
+      if (typeof r !== "object" || r === null || typeof r.accepted !== "boolean" || !Array.isArray(wake) || !wake.every((h) => typeof h === "string")) {
+        throw violation(site, "webhook() must return { accepted: boolean, wake?: string[] }", call.requestId);
+      }
+      return { accepted: r.accepted, wake: r.accepted ? (wake as string[]) : [] };
+    };
+  }
   return checked;
 }
 

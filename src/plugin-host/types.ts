@@ -6,7 +6,7 @@
  */
 import type {
   ChatCompletionRequest, ChatResult, ChatStreamEvent, EmbeddingsCapability, EmbeddingsRequest, EmbeddingsResult,
-  ModelInstance, UsageAllowance, VideoCapability, VideoPollResult, VideoRequest,
+  MessagesRequest, MessagesResult, MessagesStreamEvent, ModelInstance, UsageAllowance, VideoCapability, VideoPollResult, VideoRequest, VideoWebhookRequest,
 } from "../plugin-sdk/index.ts";
 
 export interface HostCall {
@@ -27,6 +27,21 @@ export interface HostChat {
   stream(body: ChatCompletionRequest, call: HostCall): Promise<AsyncIterable<ChatStreamEvent>>;
 }
 
+/** A `messages` call: the client's Anthropic headers besides the host's call. */
+export interface HostMessagesCall extends HostCall {
+  anthropicVersion?: string;
+  anthropicBeta?: string[];
+}
+
+/** A plugin's native Messages API (MessagesCapability), checked like chat. */
+export interface HostMessages {
+  create(body: MessagesRequest, call: HostMessagesCall): Promise<MessagesResult>;
+  /** absent: the plugin has no stream(); the route streams through `chat` */
+  stream?(body: MessagesRequest, call: HostMessagesCall): Promise<AsyncIterable<MessagesStreamEvent>>;
+  /** absent: reelay counts the prompt itself */
+  countTokens?(body: Omit<MessagesRequest, "max_tokens"> & { max_tokens?: number }, call: HostMessagesCall): Promise<{ input_tokens: number }>;
+}
+
 export interface HostEmbeddings extends Omit<EmbeddingsCapability, "embed"> {
   embed(req: EmbeddingsRequest, call: HostCall): Promise<EmbeddingsResult>;
 }
@@ -34,14 +49,17 @@ export interface HostEmbeddings extends Omit<EmbeddingsCapability, "embed"> {
 /** a result URL has been downloaded and checked: the host only ever sees MP4 bytes */
 export type HostPollResult = Exclude<VideoPollResult, { url: string }>;
 
-export interface HostVideo extends Omit<VideoCapability, "submit" | "poll" | "cancel"> {
+export interface HostVideo extends Omit<VideoCapability, "submit" | "poll" | "cancel" | "webhook"> {
   submit(req: VideoRequest, call: HostCall): Promise<{ handle: string }>;
   poll(handle: string, call: HostCall): Promise<HostPollResult>;
   cancel?(handle: string, call: HostCall): Promise<void>;
+  /** an inbound hook POST, verified by the plugin: whether it was genuine and which jobs to poll now */
+  webhook?(req: VideoWebhookRequest, call: HostCall): Promise<{ accepted: boolean; wake: string[] }>;
 }
 
 export interface HostInstance extends Pick<ModelInstance, "load" | "unload" | "close" | "upstreams"> {
   chat?: HostChat;
+  messages?: HostMessages;
   embeddings?: HostEmbeddings;
   video?: HostVideo;
 }

@@ -18,7 +18,7 @@ export async function buildModels(config: Config, logger: Logger): Promise<Model
   const models = resolveModelList(config.models, builtinPlugins, external, config.builtinModels);
   const unknown = config.preloadModels === "all" ? [] : config.preloadModels.filter((id) => !models.some((m) => m.id === id));
   if (unknown.length) throw new ConfigError("REELAY_PRELOAD_MODELS", `no model named ${unknown.map((id) => `"${id}"`).join(", ")} (models: ${models.map((m) => m.id).join(", ")})`);
-  const registry = await buildRegistry(models, plugins, pluginHost({ logger, env: process.env, safeFetchBytes, host: hostServices() }), {
+  const registry = await buildRegistry(models, plugins, pluginHost({ logger, env: process.env, safeFetchBytes, host: hostServices(), publicUrl: config.publicUrl }), {
     waitMs: config.loadWaitMs,
     retryAfterMs: 10_000,
     idleUnloadMs: config.modelIdleMs,

@@ -16,6 +16,8 @@ export function priceText(p: ModelPricing): string {
   const parts: string[] = [];
   if (p.inputPerMillion !== undefined) parts.push(`${usd(p.inputPerMillion)} per 1M input tokens`);
   if (p.outputPerMillion !== undefined) parts.push(`${usd(p.outputPerMillion)} per 1M output tokens`);
+  if (p.cachedInputPerMillion !== undefined) parts.push(`${usd(p.cachedInputPerMillion)} per 1M cached input tokens`);
+  if (p.cacheWritePerMillion !== undefined) parts.push(`${usd(p.cacheWritePerMillion)} per 1M cache-write tokens`);
   if (p.perSecond !== undefined) parts.push(`${usd(p.perSecond)} per second of video`);
   for (const [size, price] of Object.entries(p.perSecondBySize ?? {})) parts.push(`${usd(price)} per second of video at ${size}`);
   return parts.length ? parts.join(", ") : "free (no price configured)";

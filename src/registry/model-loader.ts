@@ -213,8 +213,9 @@ export function waitingInstance(instance: HostInstance, loader: ModelLoader): Ho
   };
   return {
     chat: guard(instance.chat, ["complete"], ["stream"]),
+    messages: guard(instance.messages, ["create", "countTokens"], ["stream"]),
     embeddings: guard(instance.embeddings, ["embed"]),
-    video: guard(instance.video, ["submit", "poll", "cancel"]),
+    video: guard(instance.video, ["submit", "poll", "cancel", "webhook"]),
     load: instance.load.bind(instance),
     unload: instance.unload?.bind(instance),
     close: instance.close?.bind(instance),

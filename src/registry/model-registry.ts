@@ -11,6 +11,7 @@ import { checkedInstance } from "../plugin-host/checked-instance.ts";
 import type { HostInstance } from "../plugin-host/types.ts";
 import { ModelLoader, waitingInstance, type LoaderLog, type LoaderOptions, type ModelStatus } from "./model-loader.ts";
 import type { PluginHost } from "./plugin-context.ts";
+import type { VideoWakeups } from "../plugin-host/video-wakeups.ts";
 import { validatedOptions } from "./validate-options.ts";
 import { videoShape, type VideoShape } from "./video-shape.ts";
 
@@ -55,6 +56,8 @@ export interface ModelRegistry {
   statuses(): ModelStatus[];
   /** start loading these models in the background ("all": every model); a failure only marks the model failed */
   preload(ids: string[] | "all"): void;
+  /** video jobs the models' plugins ask to have polled now (ctx.video.wake); the scheduler subscribes */
+  wakeups: VideoWakeups;
   close(): Promise<void>;
 }
 
@@ -154,6 +157,7 @@ export async function buildRegistry(
     get: (name) => byName.get(name),
     list: () => [...byId.values()],
     statuses: () => [...loaders.values()].map((l) => l.status()),
+    wakeups: host.wakeups,
     preload(ids) {
       for (const l of loaders.values()) if (ids === "all" || ids.includes(l.id)) l.start().catch(() => {}); // logged by the loader
     },

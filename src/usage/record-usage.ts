@@ -18,7 +18,7 @@ const int4 = (n: number | null | undefined) => (typeof n === "number" && Number.
 export function usageJson(u: UsageFacts) {
   return {
     a: u.accountId, r: u.ref, k: u.keyId ?? null, kind: u.kind, model: u.model,
-    pt: int4(u.promptTokens), ct: int4(u.completionTokens), dt: int4(u.deliveredTokens), rt: int4(u.reportedTokens),
+    pt: int4(u.promptTokens), ca: int4(u.cachedTokens), cw: int4(u.cacheWriteTokens), ct: int4(u.completionTokens), dt: int4(u.deliveredTokens), rt: int4(u.reportedTokens),
     ts: u.tokenSource ?? null, sec: int4(u.seconds), st: int4(u.status) ?? 500, dc: u.disconnected ?? false,
     lat: int4(u.latencyMs), pl: u.plugin ?? null, ec: u.errorCode ?? null, an: u.anomaly ?? null, ro: u.route ?? null, pb: u.priceBasis ?? null,
     pn: u.plan ?? null, pr: u.pricing ?? null,
@@ -27,11 +27,11 @@ export function usageJson(u: UsageFacts) {
 
 /** The record type of `usageJson` rows for json_to_recordset. */
 export const USAGE_JSON_COLUMNS = sql.raw(
-  "a text, r text, k text, kind text, model text, pt int, ct int, dt int, rt int, ts text, sec int, st int, dc boolean, lat int, pl text, ec text, an text, ro text, pb text, pn text, pr text",
+  "a text, r text, k text, kind text, model text, pt int, ca int, cw int, ct int, dt int, rt int, ts text, sec int, st int, dc boolean, lat int, pl text, ec text, an text, ro text, pb text, pn text, pr text",
 );
 
 /** INSERT the usage rows of `source` (a CTE with the USAGE_JSON_COLUMNS), `cost` and the budget windows it counted in given as SQL over it. */
 export function insertUsageFrom(source: SQL, cost: SQL, windows: SQL = sql`NULL::text[]`): SQL {
-  return sql`INSERT INTO usage_records (account_id, key_id, ref, kind, model, prompt_tokens, completion_tokens, delivered_tokens, reported_tokens, token_source, seconds, cost, status, disconnected, latency_ms, plugin, error_code, anomaly, route, price_basis, plan, pricing, budget_windows)
-    SELECT a, k, r, kind, model, pt, ct, dt, rt, ts, sec, ${cost}, st, dc, lat, pl, ec, an, ro, pb, pn, pr, ${windows} FROM ${source}`;
+  return sql`INSERT INTO usage_records (account_id, key_id, ref, kind, model, prompt_tokens, cached_tokens, cache_write_tokens, completion_tokens, delivered_tokens, reported_tokens, token_source, seconds, cost, status, disconnected, latency_ms, plugin, error_code, anomaly, route, price_basis, plan, pricing, budget_windows)
+    SELECT a, k, r, kind, model, pt, ca, cw, ct, dt, rt, ts, sec, ${cost}, st, dc, lat, pl, ec, an, ro, pb, pn, pr, ${windows} FROM ${source}`;
 }

@@ -294,8 +294,10 @@ describe("fallbacks: holds and embeddings", () => {
 
 describe("operator views", () => {
   test("a request's log line names the deployment that served it, the attempts, and the requested model when a fallback served", async () => {
-    await Bun.sleep(50); // request lines are written in batches every 10 ms
-    const lines = logLines.filter((l) => l.msg === "request" && l.route === "/v1/chat/completions");
+    // request lines are written in batches every 10 ms: wait for the ones asserted below
+    const requestLines = () => logLines.filter((l) => l.msg === "request" && l.route === "/v1/chat/completions");
+    await eventually(async () => requestLines().some((l) => l.model === "backup" && l.requestedModel === "primary"));
+    const lines = requestLines();
     expect(lines.some((l) => l.model === "refused" && l.deployment === "c" && l.attempts === 2)).toBe(true);
     expect(lines.some((l) => l.model === "weighted" && ["a", "b"].includes(l.deployment) && l.attempts === 1)).toBe(true);
     expect(lines.some((l) => l.model === "backup" && l.requestedModel === "primary" && l.deployment === `127.0.0.1:${c.port}`)).toBe(true);

@@ -30,7 +30,8 @@
  * Usage. prompt_tokens follows OpenAI's cookbook formula with cl100k_base: per message 3 + tokens
  * of each string value (role, content, name; content parts contribute their `text`) + 1 when `name`
  * is present, plus 3 for the reply priming. completion_tokens = N. Embeddings: prompt_tokens = sum
- * of cl100k_base tokens of the inputs (token-array inputs count their length).
+ * of cl100k_base tokens of the inputs (token-array inputs count their length). `cachedTokens` adds
+ * `prompt_tokens_details: {cached_tokens}` (a prompt-cache hit, counted inside prompt_tokens).
  *
  * Streaming follows OpenAI: with `stream_options.include_usage` every chunk has `"usage": null`
  * and a last chunk `{choices: [], usage}` precedes `data: [DONE]`. Like vLLM, when also
@@ -95,8 +96,6 @@ export interface FakeBehaviour {
   reply?: string;
   /** the field the reasoning is sent in (default `reasoning_content`; vLLM ≥ 0.10, Ollama and OpenRouter send `reasoning`) */
   reasoningField?: "reasoning_content" | "reasoning";
-  /** report this many of the prompt tokens as cached (`usage.prompt_tokens_details.cached_tokens`, as OpenAI and vLLM do) */
-  cachedTokens?: number;
   /** `reasoning_content` before the answer (the reply, or the counted words when no reply is set) */
   reasoning?: string;
   /** answer a request that offers tools with these calls (unless a tool result follows its last assistant message) */
@@ -107,6 +106,8 @@ export interface FakeBehaviour {
   garbageBody?: string;
   /** with `status`: send this Retry-After header (seconds) */
   retryAfter?: number;
+  /** report this many of the prompt tokens as read from the prompt cache (`prompt_tokens_details.cached_tokens`, as given: may exceed the prompt) */
+  cachedTokens?: number;
 }
 
 export interface RecordedRequest {
@@ -314,7 +315,8 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
 
   function usage(body: any, completion: number, b: FakeBehaviour) {
     const prompt = fakePromptTokens(body.messages);
-    const cached = b.cachedTokens ? { prompt_tokens_details: { cached_tokens: Math.min(b.cachedTokens, prompt) } } : {};
+    // OpenAI counts prompt-cache hits inside prompt_tokens and names them in prompt_tokens_details (as given: a hostile count may exceed the prompt)
+    const cached = b.cachedTokens === undefined ? {} : { prompt_tokens_details: { cached_tokens: b.cachedTokens, audio_tokens: 0 } };
     return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, ...cached };
   }
 

@@ -21,9 +21,12 @@ export interface ChildServer {
   stop(): Promise<void>;
 }
 
-/** Defaults: JSON logs at info, no external plugins, no request-rate limit (tests that need one set it). */
-export async function spawnServer(env: Record<string, string>): Promise<ChildServer> {
-  const port = freePort();
+/**
+ * Defaults: JSON logs at info, no external plugins, no request-rate limit (tests that need one set it).
+ * `port`: a port chosen beforehand (a restart on the same port, or a REELAY_PUBLIC_URL set before the spawn).
+ */
+export async function spawnServer(env: Record<string, string>, opts: { port?: number } = {}): Promise<ChildServer> {
+  const port = opts.port ?? freePort();
   const proc: Subprocess<"ignore", "pipe", "pipe"> = Bun.spawn(["bun", "src/main.ts", "serve"], {
     cwd: ROOT,
     env: {

@@ -48,7 +48,7 @@ export function Models(p: { api: Api }) {
                     <td>{m.plugin}</td>
                     <td>{m.capabilities.join(", ")}</td>
                     <td class="prices">
-                      {[price(m.pricing.input_per_million, "/ 1M input tokens"), price(m.pricing.output_per_million, "/ 1M output tokens"), price(m.pricing.per_second, "/ video second")].filter(Boolean).map((t) => <div>{t}</div>)}
+                      {[price(m.pricing.input_per_million, "/ 1M input tokens"), price(m.pricing.output_per_million, "/ 1M output tokens"), price(m.pricing.cached_input_per_million, "/ 1M cached input tokens"), price(m.pricing.cache_write_per_million, "/ 1M cache-write tokens"), price(m.pricing.per_second, "/ video second")].filter(Boolean).map((t) => <div>{t}</div>)}
                     </td>
                     <td><Badge tone={statusTone(m.state)}>{m.state}</Badge></td>
                     <td>

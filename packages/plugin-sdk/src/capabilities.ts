@@ -4,6 +4,7 @@
  * The host checks everything a call returns before it bills or relays it (docs/writing-a-plugin.md,
  * "What the host checks"); a result that breaks these types is answered 502 and nothing is charged.
  */
+import type { AnthropicMessage, MessagesRequest, MessagesStreamEvent } from "./anthropic-messages.ts";
 import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest } from "./openai-chat.ts";
 import type { DeploymentStatus } from "./router.ts";
 
@@ -38,9 +39,12 @@ export interface CallOptions {
 /* -------------------------------------------------------------------- chat */
 
 export interface TokenUsage {
+  /** every prompt token, those read from or written to a prompt cache included */
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens?: number;
+  /** of prompt_tokens: read from a prompt cache (`cached_tokens`) and written to one (`cache_write_tokens`), billed at the model's cache prices */
+  prompt_tokens_details?: { cached_tokens?: number; cache_write_tokens?: number; [key: string]: unknown } | null;
 }
 
 export interface ChatResult {
@@ -88,6 +92,50 @@ export interface ChatCapability {
    * Optional: without it, reelay answers `stream: true` from `complete()` as one content chunk.
    */
   stream?(body: ChatCompletionRequest, call: CallOptions): Promise<AsyncIterable<ChatStreamEvent>>;
+}
+
+/* ---------------------------------------------------------------- messages */
+
+/** CallOptions of a `messages` call: what the client sent besides its body. */
+export interface MessagesCallOptions extends CallOptions {
+  /** the client's `anthropic-version` header (absent: it sent none) */
+  anthropicVersion?: string;
+  /** the client's `anthropic-beta` header, split at commas (absent: none) */
+  anthropicBeta?: string[];
+}
+
+export interface MessagesResult {
+  /** the answer as the client gets it; reelay sets `model` to its own id and makes `usage` say what was billed */
+  message: AnthropicMessage;
+  /**
+   * The upstream's usage report exactly as received (Anthropic's shape: `input_tokens`,
+   * `output_tokens`, `cache_read_input_tokens`, `cache_creation_input_tokens`). Billed when
+   * credible, like chat's `upstreamUsage`; never `message.usage` itself.
+   */
+  upstreamUsage?: unknown;
+}
+
+/**
+ * Optional, beside `chat`: the model's upstream speaks Anthropic's Messages API itself, and a
+ * client calling reelay's `/v1/messages` for this model is passed through natively (no
+ * translation: thinking signatures, `cache_control` and betas reach the upstream as sent). Every
+ * other API (chat completions, Responses …) still goes through `chat`. Checked and billed by the
+ * host like `chat`: the same allowance, usage judged before it is billed, errors by their kind.
+ */
+export interface MessagesCapability {
+  /** Non-streamed: the upstream's `message` object. */
+  create(body: MessagesRequest, call: MessagesCallOptions): Promise<MessagesResult>;
+  /**
+   * Streamed, with chat's rules: resolve once the upstream accepted, the first event decides the
+   * status (fail before it and the client gets a real error status), then the upstream's events
+   * as they arrive, `message_stop` last. Usage is read from `message_start` and `message_delta`.
+   * An upstream `error` event is thrown as a PluginError (`overloaded`, `stream_interrupted` …),
+   * never yielded: the host writes the client's error event after billing what was delivered.
+   * Optional: without it, reelay answers `stream: true` for this model through `chat`.
+   */
+  stream?(body: MessagesRequest, call: MessagesCallOptions): Promise<AsyncIterable<MessagesStreamEvent>>;
+  /** POST /v1/messages/count_tokens for this model, asked of the upstream. Optional: reelay counts itself without it. */
+  countTokens?(body: Omit<MessagesRequest, "max_tokens"> & { max_tokens?: number }, call: MessagesCallOptions): Promise<{ input_tokens: number }>;
 }
 
 /* -------------------------------------------------------------- embeddings */
@@ -192,12 +240,39 @@ export interface VideoCapability {
   submit(req: VideoRequest, call: CallOptions): Promise<{ handle: string }>;
   poll(handle: string, call: CallOptions): Promise<VideoPollResult>;
   cancel?(handle: string, call: CallOptions): Promise<void>;
+  /**
+   * Optional (SDK 1.2): a POST the backend sent to this model's hook URL (`ctx.video.webhookUrl`),
+   * handed over as it arrived. Verify it (a signature over the raw body: `verifyStandardWebhook`)
+   * before believing it: the route carries no API key. Answer `{ accepted: false }` for anything
+   * not genuine (the sender gets 401 and nothing happens), or `{ accepted: true, wake }` with the
+   * handles of the jobs it says changed: the host polls them at once instead of at their next poll.
+   */
+  webhook?(req: VideoWebhookRequest, call: CallOptions): Promise<VideoWebhookResult>;
+}
+
+/** An inbound POST to `/v1/plugin-hooks/{model}/{token}`, for VideoCapability.webhook. */
+export interface VideoWebhookRequest {
+  /** the URL's last segment: what your plugin put in `ctx.video.webhookUrl(token)` */
+  token: string;
+  /** the request's headers, names in lower case */
+  headers: Record<string, string>;
+  /** the raw body (signatures are computed over these exact bytes); at most the host's body limit */
+  body: Uint8Array;
+}
+
+export interface VideoWebhookResult {
+  /** false: not genuine (bad signature, unknown token): answered 401, ignored */
+  accepted: boolean;
+  /** handles of jobs whose state changed: polled at once, wherever they run */
+  wake?: string[];
 }
 
 /* ---------------------------------------------------------------- instance */
 
 export interface ModelInstance {
   chat?: ChatCapability;
+  /** optional, with `chat`: Anthropic's Messages API served natively (see MessagesCapability) */
+  messages?: MessagesCapability;
   embeddings?: EmbeddingsCapability;
   video?: VideoCapability;
   /**

@@ -34,6 +34,17 @@ export function problemWithUsage(u: unknown, fields: ReadonlyArray<"prompt_token
     const max = f === "prompt_tokens" ? allowed.prompt : allowed.completion;
     if (max !== undefined && v > max) return `usage.${f} is ${v}, more than the ${Math.floor(max)} this request allows`;
   }
+  const details = u.prompt_tokens_details;
+  if (fields.includes("prompt_tokens") && isObject(details)) {
+    let cache = 0;
+    for (const f of ["cached_tokens", "cache_write_tokens"] as const) {
+      const v = details[f];
+      if (v === undefined || v === null) continue;
+      if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 0) return `usage.prompt_tokens_details.${f} is ${show(v)}, not an integer ≥ 0`;
+      cache += v;
+    }
+    if (cache > (u.prompt_tokens as number)) return `usage.prompt_tokens_details counts ${cache} cache tokens, more than the ${u.prompt_tokens as number} prompt tokens they are part of`;
+  }
   return null;
 }
 
@@ -64,6 +75,37 @@ export function problemWithStreamEvent(e: unknown): string | null {
   if (!isObject(e.json)) return `a stream event has no parsed JSON object in \`json\` (data: ${show(e.data)})`;
   if (e.data.trimStart()[0] !== "{") return `a stream event's data is not JSON text: ${show(e.data)}`;
   if (e.json.choices !== undefined && !Array.isArray(e.json.choices)) return `a stream event's choices is ${show(e.json.choices)}, not an array`;
+  return null;
+}
+
+/** messages.create() → `{ message, upstreamUsage? }`, `message` an Anthropic `message` object with content blocks. */
+export function problemWithMessagesResult(r: unknown): string | null {
+  if (!isObject(r)) return `messages.create() returned ${show(r)} instead of { message }`;
+  const m = r.message;
+  if (!isObject(m) || m.type !== "message") return `messages.create() returned message ${isObject(m) ? `of type ${show(m.type)}` : show(m)}, not an Anthropic message object (type "message")`;
+  if (!Array.isArray(m.content)) return `message.content is ${show(m.content)}, not an array of content blocks`;
+  for (const [i, b] of m.content.entries()) if (!isObject(b) || typeof b.type !== "string") return `message.content[${i}] is ${show(b)}, not a content block with a type`;
+  return null;
+}
+
+/**
+ * One streamed Messages event: `event` a name (no line breaks), `data` JSON object text, `json`
+ * that object with `type` equal to `event` (checked by the first character, as chat events are).
+ */
+export function problemWithMessagesEvent(e: unknown): string | null {
+  if (!isObject(e) || typeof e.event !== "string" || typeof e.data !== "string") return `the messages stream yielded ${show(e)}, not { event, data, json }`;
+  if (!/^[a-z_]{1,64}$/.test(e.event)) return `a messages stream event is named ${show(e.event)}; names are like content_block_delta`;
+  if (!isObject(e.json)) return `a messages stream event has no parsed JSON object in \`json\` (data: ${show(e.data)})`;
+  if (e.data.trimStart()[0] !== "{") return `a messages stream event's data is not JSON text: ${show(e.data)}`;
+  if (e.json.type !== e.event) return `a messages stream event named ${show(e.event)} carries type ${show(e.json.type)}`;
+  return null;
+}
+
+/** messages.countTokens() → `{ input_tokens }`, an integer ≥ 0. */
+export function problemWithTokenCount(r: unknown): string | null {
+  if (!isObject(r)) return `messages.countTokens() returned ${show(r)} instead of { input_tokens }`;
+  const n = r.input_tokens;
+  if (typeof n !== "number" || !Number.isSafeInteger(n) || n < 0) return `messages.countTokens() returned input_tokens ${show(n)}, not an integer ≥ 0`;
   return null;
 }
 
@@ -145,6 +187,11 @@ export function problemsWithInstance(instance: unknown): string[] {
     if (!fn(i.chat.complete)) problems.push("chat has no complete() function");
     if (i.chat.stream !== undefined && !fn(i.chat.stream)) problems.push("chat.stream is not a function");
   }
+  if (i.messages) {
+    if (!i.chat) problems.push("messages without chat: a model that speaks the Messages API natively must also serve chat (every other API goes through it)");
+    if (!fn(i.messages.create)) problems.push("messages has no create() function");
+    for (const k of ["stream", "countTokens"] as const) if (i.messages[k] !== undefined && !fn(i.messages[k])) problems.push(`messages.${k} is not a function`);
+  }
   if (i.embeddings) {
     if (!fn(i.embeddings.embed)) problems.push("embeddings has no embed() function");
     if (typeof i.embeddings.supportsDimensions !== "boolean") problems.push("embeddings.supportsDimensions must be true or false");
@@ -153,6 +200,7 @@ export function problemsWithInstance(instance: unknown): string[] {
   if (i.video) {
     if (!fn(i.video.submit) || !fn(i.video.poll)) problems.push("video needs submit() and poll() functions");
     if (i.video.cancel !== undefined && !fn(i.video.cancel)) problems.push("video.cancel is not a function");
+    if (i.video.webhook !== undefined && !fn(i.video.webhook)) problems.push("video.webhook is not a function");
     for (const k of ["maxConcurrency", "maxQueued", "pollIntervalMs"] as const) if (!positiveInt(i.video[k])) problems.push(`video.${k} must be a positive integer`);
     if (i.video.sizes !== undefined && (!Array.isArray(i.video.sizes) || i.video.sizes.length === 0 || i.video.sizes.some((v) => !isVideoSize(v)))) {
       problems.push(`video.sizes must be a non-empty list of "WIDTHxHEIGHT" sizes with even numbers from 16 to 4096 (got ${show(i.video.sizes)})`);

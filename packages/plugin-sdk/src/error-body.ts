@@ -48,7 +48,8 @@ export async function upstreamHttpError(res: Response, redact: (text: string) =>
   }
   const parsed = parseErrorBody(text);
   const message = parsed.message ?? (text.trim() && !/^\s*</.test(text) ? text.trim().slice(0, 500) : `upstream answered HTTP ${res.status}`);
-  const retryAfter = res.status === 429 || res.status === 503 ? retryAfterSeconds(res.headers.get("retry-after")) : undefined;
+  // 529: Anthropic's "overloaded", a 503 by another number
+  const retryAfter = res.status === 429 || res.status === 503 || res.status === 529 ? retryAfterSeconds(res.headers.get("retry-after")) : undefined;
   return new PluginError("upstream_http", message.slice(0, 1000), { status: res.status, code: parsed.code, param: parsed.param, retryAfterSeconds: retryAfter });
 }
 

@@ -135,7 +135,7 @@ export interface ChatCompletionUsage {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
-  prompt_tokens_details?: { cached_tokens?: number; audio_tokens?: number } | null;
+  prompt_tokens_details?: { cached_tokens?: number; audio_tokens?: number; /** written to a prompt cache (OpenRouter's name; reelay's Anthropic plugin reports it) */ cache_write_tokens?: number } | null;
   completion_tokens_details?: { reasoning_tokens?: number; audio_tokens?: number; accepted_prediction_tokens?: number; rejected_prediction_tokens?: number } | null;
 }
 

@@ -16,6 +16,14 @@ export interface ModelPricing {
   inputPerMillion?: number;
   /** chat: per million output tokens */
   outputPerMillion?: number;
+  /**
+   * chat: per million prompt tokens the upstream read from its prompt cache (OpenAI's
+   * `prompt_tokens_details.cached_tokens`, Anthropic's `cache_read_input_tokens`); without it they
+   * cost `inputPerMillion`
+   */
+  cachedInputPerMillion?: number;
+  /** chat: per million prompt tokens written to the upstream's prompt cache (Anthropic's `cache_creation_input_tokens`); without it, `inputPerMillion` */
+  cacheWritePerMillion?: number;
   /** video: per second of output */
   perSecond?: number;
   /**
@@ -75,6 +83,27 @@ export interface PluginContext<Options = Record<string, unknown>> {
   /** SSRF-guarded download of a URL a client or provider gave: size and time limited; throws SafeFetchError */
   safeFetchBytes(url: string, opts: SafeFetchOptions): Promise<{ bytes: Uint8Array; contentType: string | null }>;
   host: HostServices;
+  /**
+   * For video backends that push (a websocket, a webhook) — SDK 1.2; absent on older hosts, so
+   * keep polling as the fallback: `ctx.video?.wake(handle)`.
+   */
+  video?: VideoHostHooks;
+}
+
+/** What a video plugin may ask of the host between calls (SDK 1.2). */
+export interface VideoHostHooks {
+  /**
+   * Poll the job with this handle now, wherever it runs (this instance or another one on the same
+   * database), instead of after its poll interval: call it when the backend says the job ended.
+   * Unknown or finished handles are ignored. Never throws.
+   */
+  wake(handle: string): void;
+  /**
+   * The public URL whose POSTs reach this model's `video.webhook()` with `token` (letters, digits,
+   * `_`, `-`, `.`, `:`; at most 128), or undefined when reelay has no public URL configured
+   * (REELAY_PUBLIC_URL): then poll instead of asking the backend to call back.
+   */
+  webhookUrl(token: string): string | undefined;
 }
 
 /** The options' type: what the schema describes, or any object when the plugin declares no schema. */

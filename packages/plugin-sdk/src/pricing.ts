@@ -10,7 +10,7 @@ export function isVideoSize(v: unknown): v is string {
   return !!m && [m[1], m[2]].every((n) => Number(n) >= 16 && Number(n) <= 4096 && Number(n) % 2 === 0);
 }
 
-const PRICE_KEYS = ["inputPerMillion", "outputPerMillion", "perSecond", "perSecondBySize"] as const;
+const PRICE_KEYS = ["inputPerMillion", "outputPerMillion", "cachedInputPerMillion", "cacheWritePerMillion", "perSecond", "perSecondBySize"] as const;
 
 /** A model's prices as the host accepts them (models file, plugin declarations): each problem names its key under `at`. */
 export function problemsWithPricing(pricing: unknown, at = "pricing"): string[] {

@@ -64,7 +64,9 @@ export function outcomeOf(err: PluginError, ms: number): AttemptOutcome {
     const retryAfterMs = (status === 429 || status === 503) && err.retryAfterSeconds ? err.retryAfterSeconds * 1000 : undefined;
     return { ok: false, kind: `http_${status}`, ms, retryAfterMs, countsAgainst: counts };
   }
-  return { ok: false, kind: err.kind, ms, countsAgainst: err.kind !== "invalid_request" };
+  // an upstream that says how long it is overloaded is left alone that long, as after a 503 with Retry-After
+  const retryAfterMs = err.kind === "overloaded" && err.retryAfterSeconds ? err.retryAfterSeconds * 1000 : undefined;
+  return { ok: false, kind: err.kind, ms, retryAfterMs, countsAgainst: err.kind !== "invalid_request" };
 }
 
 /** Refused by one deployment's configuration (key, URL, model name), not by the request. */
@@ -114,4 +116,51 @@ export async function routedCall<T, R>(
   if (last !== undefined) throw last;
   const retryAfterSeconds = Math.ceil(router.retryAfterMs() / 1000);
   throw new PluginError("overloaded", "every upstream deployment of this model is unavailable (circuit open or at maxConcurrent)", { code: "no_upstream_available", retryAfterSeconds });
+}
+
+/**
+ * A stream whose attempt succeeded with its first event (routedCall with `holdOnSuccess`): the
+ * events, the deployment counted in flight until the stream ends. A failure mid-stream counts
+ * against the deployment (and is never retried: the client has part of the answer); a consumer
+ * that stops early ends it as a success; the caller's abort says nothing about the deployment.
+ */
+export function leasedStream<E, T>(events: AsyncIterator<E>, first: IteratorResult<E>, lease: Lease<T>, signal: AbortSignal): AsyncIterable<E> {
+  let pending: IteratorResult<E> | null = first;
+  const iterator: AsyncIterator<E> = {
+    async next() {
+      let r: IteratorResult<E>;
+      if (pending !== null) {
+        r = pending;
+        pending = null;
+      } else {
+        try {
+          r = await events.next();
+        } catch (err) {
+          lease.end(err, signal);
+          throw err;
+        }
+      }
+      if (r.done) lease.end();
+      return r;
+    },
+    async return(value?: unknown) {
+      lease.end();
+      await events.return?.(value).catch(() => {});
+      return { done: true, value: undefined };
+    },
+  };
+  return { [Symbol.asyncIterator]: () => iterator };
+}
+
+/**
+ * What to throw for a failure while a stream's first event was awaited: a deadline or a reset
+ * there (callUpstream calls them not retryable once the headers came) has still sent the client
+ * nothing, so another deployment may answer: the same error, retryable.
+ */
+export function retryableBeforeFirstEvent(err: unknown): unknown {
+  const e = err as PluginError;
+  if (isPluginError(err) && (e.kind === "timeout" || e.kind === "connect") && e.retryable === false) {
+    return new PluginError(e.kind, e.message, { retryable: true, cause: err });
+  }
+  return err;
 }

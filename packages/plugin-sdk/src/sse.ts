@@ -1,9 +1,12 @@
 /**
- * Server-sent events of an OpenAI-style chat stream → ChatStreamEvents, one at a time as the bytes
- * arrive (eventsource-parser does the SSE framing). Every `data:` payload but `[DONE]` must be a
- * JSON object; it is yielded with its text (relayed to the client as is) and its parsed value.
+ * Server-sent events → parsed events, one at a time as the bytes arrive (eventsource-parser does
+ * the SSE framing). `readSse`: an OpenAI-style chat stream (unnamed events, `[DONE]` last) as
+ * ChatStreamEvents. `readMessagesSse`: an Anthropic Messages stream (named events, `message_stop`
+ * last) as MessagesStreamEvents. Every payload must be a JSON object; it is yielded with its text
+ * (relayed to the client as is) and its parsed value.
  */
 import { createParser, type EventSourceMessage } from "eventsource-parser";
+import type { MessagesStreamEvent } from "./anthropic-messages.ts";
 import type { ChatStreamEvent } from "./capabilities.ts";
 import { PluginError } from "./errors.ts";
 import type { ChatCompletionChunk } from "./openai-chat.ts";
@@ -48,6 +51,43 @@ export async function* readSse(chunks: AsyncIterable<Uint8Array>, opts: SseOptio
     }
   }
   if (yielded > 0) throw new PluginError("stream_interrupted", `upstream stream ended after ${yielded} events without [DONE]`);
+  throw new PluginError("malformed", "upstream stream ended before any event");
+}
+
+/**
+ * An Anthropic Messages stream: every event with its name (`event:`; an unnamed one takes its
+ * payload's `type`), ending after `message_stop` or an `error` event (the caller decides what an
+ * error means). `ping`s are yielded too. Throws like readSse: `malformed` for a payload that is not
+ * a JSON object or an oversized event, and when the bytes end early: `stream_interrupted` after
+ * events were yielded, `malformed` before any.
+ */
+export async function* readMessagesSse(chunks: AsyncIterable<Uint8Array>, opts: SseOptions = {}): AsyncGenerator<MessagesStreamEvent> {
+  const redact = opts.redact ?? ((t: string) => t);
+  const pending: EventSourceMessage[] = [];
+  let overflow: Error | undefined;
+  const parser = createParser({
+    maxBufferSize: opts.maxEventBytes ?? 1024 * 1024,
+    onEvent: (e) => pending.push(e),
+    onError: (e) => {
+      if (e.type === "max-buffer-size-exceeded") overflow = e;
+    },
+  });
+  const decoder = new TextDecoder();
+  let yielded = 0;
+  for await (const chunk of chunks) {
+    parser.feed(decoder.decode(chunk, { stream: true }));
+    if (overflow) throw new PluginError("malformed", `upstream stream: ${overflow.message}`, { cause: overflow });
+    while (pending.length > 0) {
+      const e = pending.shift()!;
+      const data = redact(e.data);
+      const json = parseChunk(data) as unknown as MessagesStreamEvent["json"];
+      const event = e.event ?? (typeof json.type === "string" ? json.type : "message");
+      yield { event, data, json };
+      yielded++;
+      if (event === "message_stop" || event === "error") return;
+    }
+  }
+  if (yielded > 0) throw new PluginError("stream_interrupted", `upstream stream ended after ${yielded} events without message_stop`);
   throw new PluginError("malformed", "upstream stream ended before any event");
 }
 

@@ -5,7 +5,7 @@
  * addresses are refused unless the operator allows them), and a token counter of ~4 characters per
  * token. decodeImage and encodeMp4 are reelay's: pass `host` with your own to test code using them.
  */
-import type { CallOptions, PluginLogger } from "./capabilities.ts";
+import type { MessagesCallOptions, PluginLogger } from "./capabilities.ts";
 import type { TSchema } from "@sinclair/typebox";
 import { checkOptions } from "./option-check.ts";
 import type { HostServices, PluginContext, ReelayPlugin } from "./plugin.ts";
@@ -59,8 +59,8 @@ export function testPluginContext(options: Record<string, unknown> = {}, overrid
   };
 }
 
-/** CallOptions for one call: a fresh signal (or yours), a request id, a recording logger. */
-export function testCall(over: Partial<CallOptions> = {}): CallOptions & { logs: LogLine[] } {
+/** CallOptions for one call: a fresh signal (or yours), a request id, a recording logger (and, for a messages call, the client's anthropic-version / anthropic-beta if you give them). */
+export function testCall(over: Partial<MessagesCallOptions> = {}): MessagesCallOptions & { logs: LogLine[] } {
   const logger = recordingLogger();
   return { signal: new AbortController().signal, requestId: `req_test_${crypto.randomUUID().slice(0, 8)}`, logger, ...over, logs: logger.lines };
 }

@@ -23,7 +23,7 @@ import type { PluginLogger } from "./capabilities.ts";
 import { upstreamHttpError } from "./error-body.ts";
 import { isPluginError, PluginError } from "./errors.ts";
 import { readNdjson } from "./ndjson.ts";
-import { readSse, type SseOptions } from "./sse.ts";
+import { readMessagesSse, readSse, type SseOptions } from "./sse.ts";
 
 export interface UpstreamTimeouts {
   connectMs: number;
@@ -153,6 +153,11 @@ export class UpstreamResponse {
   /** OpenAI-style server-sent events (JSON `data:` payloads, `[DONE]` last), as ChatStreamEvents. */
   sse(opts: Omit<SseOptions, "redact"> = {}) {
     return readSse(this.chunks(), { ...opts, redact: this.d.redact });
+  }
+
+  /** Anthropic Messages server-sent events (named events, `message_stop` last), as MessagesStreamEvents. */
+  messagesSse(opts: Omit<SseOptions, "redact"> = {}) {
+    return readMessagesSse(this.chunks(), { ...opts, redact: this.d.redact });
   }
 
   /** Newline-delimited JSON (Ollama's streams): one parsed value per line. */

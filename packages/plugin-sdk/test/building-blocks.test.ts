@@ -3,7 +3,9 @@ import { describe, expect, test } from "bun:test";
 import {
   chatChunks, checkOptions, defaultRetryable, describeFailure, isMp4, isPluginError, PLUGIN_ERROR_BRAND, problemWithChatResult, problemWithHandle,
   problemWithPollResult, problemWithStreamEvent, problemWithUsage, readPluginError, Type, usageOf,
+  chatUsageOfMessages, problemWithMessagesEvent, problemWithMessagesResult, problemWithTokenCount,
 } from "../src/index.ts";
+import { problemWithMessagesGrammar } from "../src/contract/index.ts";
 
 describe("chatChunks", () => {
   test("every event carries its data and the same JSON; the usage chunk has choices: []", () => {
@@ -30,6 +32,53 @@ describe("the host's checks", () => {
     expect(problemWithUsage({ prompt_tokens: 3, completion_tokens: 9 }, ["prompt_tokens", "completion_tokens"], { completion: 8 })).toBe("usage.completion_tokens is 9, more than the 8 this request allows");
     expect(problemWithUsage({ prompt_tokens: 2.5 }, ["prompt_tokens"])).toBe("usage.prompt_tokens is 2.5, not an integer ≥ 0");
     expect(problemWithUsage("12", ["prompt_tokens"])).toBe('usage is "12", not an object');
+  });
+
+  test("usage: cache details are counts within the prompt", () => {
+    const fields = ["prompt_tokens", "completion_tokens"] as const;
+    expect(problemWithUsage({ prompt_tokens: 10, completion_tokens: 1, prompt_tokens_details: { cached_tokens: 6, cache_write_tokens: 4 } }, fields)).toBeNull();
+    expect(problemWithUsage({ prompt_tokens: 10, completion_tokens: 1, prompt_tokens_details: { cached_tokens: 6, cache_write_tokens: 5 } }, fields)).toBe("usage.prompt_tokens_details counts 11 cache tokens, more than the 10 prompt tokens they are part of");
+    expect(problemWithUsage({ prompt_tokens: 10, completion_tokens: 1, prompt_tokens_details: { cached_tokens: -1 } }, fields)).toBe("usage.prompt_tokens_details.cached_tokens is -1, not an integer ≥ 0");
+  });
+
+  test("Messages API results, events and counts", () => {
+    const message = { id: "msg_1", type: "message", role: "assistant", content: [{ type: "text", text: "hi" }], model: "m", stop_reason: "end_turn", usage: { input_tokens: 1, output_tokens: 1 } };
+    expect(problemWithMessagesResult({ message })).toBeNull();
+    expect(problemWithMessagesResult({ message: { ...message, type: "chat.completion" } })).toContain('of type "chat.completion"');
+    expect(problemWithMessagesResult({ message: { ...message, content: "hi" } })).toContain("not an array of content blocks");
+    const ping = { event: "ping", data: '{"type":"ping"}', json: { type: "ping" } };
+    expect(problemWithMessagesEvent(ping)).toBeNull();
+    expect(problemWithMessagesEvent({ ...ping, event: "message_stop" })).toBe('a messages stream event named "message_stop" carries type "ping"');
+    expect(problemWithMessagesEvent({ ...ping, event: "ping\ndata: x" })).toContain("names are like content_block_delta");
+    expect(problemWithMessagesEvent({ ...ping, data: "ping" })).toContain("not JSON text");
+    expect(problemWithTokenCount({ input_tokens: 12 })).toBeNull();
+    expect(problemWithTokenCount({ input_tokens: "12" })).toContain('input_tokens "12"');
+  });
+
+  test("Anthropic usage in OpenAI's shape: every prompt token counted once, the cache named", () => {
+    expect(chatUsageOfMessages({ input_tokens: 10, output_tokens: 5, cache_read_input_tokens: 100, cache_creation_input_tokens: 20 }))
+      .toEqual({ prompt_tokens: 130, completion_tokens: 5, total_tokens: 135, prompt_tokens_details: { cached_tokens: 100, cache_write_tokens: 20 } });
+    expect(chatUsageOfMessages({ input_tokens: 10, output_tokens: 5, cache_read_input_tokens: null }))
+      .toEqual({ prompt_tokens: 10, completion_tokens: 5, total_tokens: 15, prompt_tokens_details: { cached_tokens: 0, cache_write_tokens: 0 } });
+    // what is not a count stays as it came, for the host to judge
+    expect(chatUsageOfMessages({ input_tokens: "10", output_tokens: 5 })).toMatchObject({ prompt_tokens: "10", completion_tokens: 5 });
+    expect(chatUsageOfMessages({ input_tokens: 10, output_tokens: 5, cache_read_input_tokens: -3 })).toMatchObject({ prompt_tokens: 10, prompt_tokens_details: { cached_tokens: -3 } });
+  });
+
+  test("the Messages stream grammar: the bugs other gateways shipped are caught", () => {
+    const ev = (event: string, index?: number) => ({ event, json: { type: event, ...(index === undefined ? {} : { index }) } });
+    const good = [ev("message_start"), ev("ping"), ev("content_block_start", 0), ev("content_block_delta", 0), ev("content_block_stop", 0), ev("content_block_start", 1), ev("content_block_delta", 1), ev("content_block_stop", 1), ev("message_delta"), ev("message_stop")];
+    expect(problemWithMessagesGrammar(good)).toBeNull();
+    // non-contiguous block indices (new-api#5483)
+    expect(problemWithMessagesGrammar([...good.slice(0, 5), ev("content_block_start", 2), ...good.slice(6)])).toContain("block 2 starts where block 1 was due");
+    // a doubled message_start (litellm#32357)
+    expect(problemWithMessagesGrammar([ev("message_start"), ...good])).toBe("message_start is sent more than once");
+    // a thinking delta inside another block / two blocks open at once (bifrost#4556)
+    expect(problemWithMessagesGrammar([...good.slice(0, 3), ev("content_block_start", 1), ...good.slice(3)])).toContain("starts while block 0 is open");
+    expect(problemWithMessagesGrammar([...good.slice(0, 5), ev("content_block_delta", 0), ...good.slice(5)])).toContain("a delta for block 0 while no block is open");
+    expect(problemWithMessagesGrammar([...good.slice(0, 4), ev("message_delta"), ev("message_stop")])).toBe("message_delta while block 0 is still open");
+    expect(problemWithMessagesGrammar(good.slice(0, -1))).toContain("not message_stop");
+    expect(problemWithMessagesGrammar([...good.slice(0, -2), ev("message_stop")])).toContain("no message_delta");
   });
 
   test("an MP4 starts with a well-formed ftyp box", () => {

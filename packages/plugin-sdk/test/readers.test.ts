@@ -1,6 +1,6 @@
 /** The SSE and NDJSON readers: events as the bytes arrive, and the right kind when they go wrong. */
 import { describe, expect, test } from "bun:test";
-import { isPluginError, readNdjson, readSse, type ChatStreamEvent, type PluginError } from "../src/index.ts";
+import { isPluginError, readMessagesSse, readNdjson, readSse, type ChatStreamEvent, type PluginError } from "../src/index.ts";
 
 const bytes = async function* (...parts: string[]) {
   for (const p of parts) yield new TextEncoder().encode(p);
@@ -36,6 +36,34 @@ describe("readSse", () => {
 
   test("an event over maxEventBytes → malformed, before it is buffered whole", async () => {
     expect((await all(readSse(bytes(`data: {"x":"${"a".repeat(5000)}`), { maxEventBytes: 1024 }))).error?.kind).toBe("malformed");
+  });
+});
+
+describe("readMessagesSse", () => {
+  test("named events split across chunks, with their JSON, ending at message_stop", async () => {
+    const { items, error } = await all(readMessagesSse(bytes(
+      'event: message_start\ndata: {"type":"message_start","mess', 'age":{"id":"msg_1"}}\n\n',
+      'event: ping\ndata: {"type": "ping"}\n\n',
+      'data: {"type":"message_delta","delta":{}}\n\n', // unnamed: its type names it
+      'event: message_stop\ndata: {"type":"message_stop"}\n\n',
+      'event: ping\ndata: {"type":"ping"}\n\n',
+    )));
+    expect(error).toBeUndefined();
+    expect(items.map((e) => e.event)).toEqual(["message_start", "ping", "message_delta", "message_stop"]);
+    expect(items[0]).toEqual({ event: "message_start", data: '{"type":"message_start","message":{"id":"msg_1"}}', json: { type: "message_start", message: { id: "msg_1" } } });
+  });
+
+  test("an error event ends the stream (the caller decides what it means)", async () => {
+    const { items, error } = await all(readMessagesSse(bytes('event: message_start\ndata: {"type":"message_start"}\n\nevent: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n')));
+    expect(error).toBeUndefined();
+    expect(items.at(-1)!.json).toEqual({ type: "error", error: { type: "overloaded_error", message: "Overloaded" } });
+  });
+
+  test("the bytes end before message_stop: stream_interrupted after events, malformed before any; non-JSON is malformed", async () => {
+    const cut = await all(readMessagesSse(bytes('event: message_start\ndata: {"type":"message_start"}\n\n')));
+    expect([cut.items.length, cut.error?.kind]).toEqual([1, "stream_interrupted"]);
+    expect((await all(readMessagesSse(bytes("")))).error?.kind).toBe("malformed");
+    expect((await all(readMessagesSse(bytes("event: ping\ndata: ping\n\n")))).error?.kind).toBe("malformed");
   });
 });
 

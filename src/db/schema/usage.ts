@@ -15,7 +15,12 @@ export const usageRecords = pgTable(
     /** the API route the client called ("/v1/chat/completions", "/v1/responses", "/v1/completions", "/v1/embeddings"); null for video jobs */
     route: text("route"),
     model: text("model").notNull(),
+    /** every prompt token billed, the cached and cache-write ones included */
     promptTokens: integer("prompt_tokens"),
+    /** chat: of prompt_tokens, read from the upstream's prompt cache (billed at the model's cachedInputPerMillion) */
+    cachedTokens: integer("cached_tokens"),
+    /** chat: of prompt_tokens, written to the upstream's prompt cache (billed at the model's cacheWritePerMillion) */
+    cacheWriteTokens: integer("cache_write_tokens"),
     completionTokens: integer("completion_tokens"),
     /** chat: completion tokens actually written to the client */
     deliveredTokens: integer("delivered_tokens"),

@@ -48,6 +48,8 @@ export const BudgetList = t.Object({ object: t.Literal("list"), data: t.Array(Bu
 const Prices = t.Object({
   inputPerMillion: t.Optional(JsonInteger({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })),
   outputPerMillion: t.Optional(JsonInteger({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })),
+  cachedInputPerMillion: t.Optional(JsonInteger({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })),
+  cacheWritePerMillion: t.Optional(JsonInteger({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })),
   perSecond: t.Optional(JsonInteger({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })),
   perSecondBySize: t.Optional(t.Record(t.String(), JsonInteger({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }), { description: "per second of video at a size (\"1280x720\")" })),
 }, { description: "micro-dollars per million tokens, or per second of video; taken as they are (not adjusted)" });

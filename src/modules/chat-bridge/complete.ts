@@ -12,6 +12,7 @@ import type { ApiError } from "../../errors.ts";
 import type { AppDeps } from "../../deps.ts";
 import type { ChatResult as PluginChatResult } from "../../plugin-sdk/index.ts";
 import { countTextTokens } from "../../text/tokens.ts";
+import { reportedUsage } from "../chat/close-request.ts";
 import { completionText, failChat, finishChat, prepareChat, withFallbacks, type ChatCall, type PreparedChat } from "../chat/service.ts";
 
 /** What a request was charged for (credible counts; micro-dollars). */
@@ -69,11 +70,10 @@ export async function completeViaChat(deps: AppDeps, calls: ChatCall[]): Promise
     // as chat: the plugin's own usage (checked by the host), else the upstream's report it relayed
     const usage = value.usage ?? value.upstreamUsage;
     deps.telemetry.upstream({ plugin: p.model.plugin, model: p.model.id, ms: performance.now() - call.startedAt, outcome: "ok" });
-    const u = usage as { prompt_tokens?: unknown; completion_tokens?: unknown } | undefined;
     let counted: number | null = null;
     const billed = finishChat(call, p, {
       status: 200, charge: true,
-      reported: { prompt: u?.prompt_tokens, completion: u?.completion_tokens },
+      reported: reportedUsage(usage),
       local: { prompt: p.promptEstimate, completion: () => (counted ??= countTextTokens(completionText(completion))) },
       deliveredTokens: null, disconnected: false, errorCode: null,
     });

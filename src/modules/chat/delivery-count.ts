@@ -4,6 +4,7 @@
  * numbers are kept as received (anything at all); close-request.ts decides whether they are credible.
  */
 import { countTextTokens } from "../../text/tokens.ts";
+import { reportedUsage, type ReportedUsage } from "./close-request.ts";
 
 export class DeliveryCount {
   private text = "";
@@ -11,13 +12,13 @@ export class DeliveryCount {
   /** completion_tokens of the last delivered chunk that carried running usage (vLLM continuous_usage_stats), as received */
   running: unknown = undefined;
   /** the upstream's last reported usage, delivered to the client or not, as received */
-  reported: { prompt: unknown; completion: unknown } | null = null;
+  reported: ReportedUsage | null = null;
   events = 0;
 
   /** note the usage an upstream event reports (called for every event, even ones not relayed) */
   observe(json: any): void {
     const u = json?.usage;
-    if (u && typeof u === "object" && (u.prompt_tokens !== undefined || u.completion_tokens !== undefined)) this.reported = { prompt: u.prompt_tokens, completion: u.completion_tokens };
+    if (u && typeof u === "object" && (u.prompt_tokens !== undefined || u.completion_tokens !== undefined)) this.reported = reportedUsage(u);
   }
 
   /** an event was written to the client */

@@ -160,7 +160,7 @@ class Relay {
         status: 200,
         // a stream that broke (or was abandoned) before any token costs nothing
         charge: end.kind === "done" || delivered > 0,
-        reported: { prompt: reported?.prompt, completion },
+        reported: { ...reported, prompt: reported?.prompt, completion },
         local: { prompt: this.p.promptEstimate, completion: delivered },
         deliveredTokens: delivered,
         disconnected: end.kind === "disconnected",

@@ -3,7 +3,7 @@
  * settle on the real usage. Streaming continues in relay-stream.ts.
  */
 import type { Principal } from "../../auth/authenticate-key.ts";
-import { ABSURD_TOKENS, applyPlan, openCharge, priceOf, type Charge } from "../../billing/index.ts";
+import { ABSURD_TOKENS, applyPlan, openCharge, worstPriceOf, type Charge } from "../../billing/index.ts";
 import type { AppDeps } from "../../deps.ts";
 import { fallbackModels, resolveModel } from "../../registry/resolve-model.ts";
 import type { RequestFacts } from "../../ops/hooks.ts";
@@ -11,7 +11,7 @@ import { readPluginError, type ChatCompletionRequest as PluginChatRequest, type 
 import type { HostChat } from "../../plugin-host/types.ts";
 import type { RegisteredModel } from "../../registry/model-registry.ts";
 import { countTextTokens, estimateChatRequestTokens } from "../../text/tokens.ts";
-import { closeRequest, type ChatAllowance, type ChatOutcome } from "./close-request.ts";
+import { closeRequest, reportedUsage, type ChatAllowance, type ChatOutcome } from "./close-request.ts";
 import type { ChatCompletionRequest } from "./model.ts";
 import { clientErrorFrom, pluginErrorKind } from "../../http/plugin-errors.ts";
 
@@ -129,7 +129,7 @@ export async function prepareChat(deps: AppDeps, call: ChatCall): Promise<Prepar
     const output = clampOutput(call.body, m, promptEstimate);
     maxOutput = Math.max(maxOutput, output.maxOutput);
     // an absurd `n` or max_tokens makes an absurd worst case: a 402, not an arithmetic error
-    const cost = Math.min(Number.MAX_SAFE_INTEGER, priceOf(applyPlan(plan, m.id, m.pricing), { promptTokens: promptEstimate, completionTokens: output.maxOutput * choices }));
+    const cost = Math.min(Number.MAX_SAFE_INTEGER, worstPriceOf(applyPlan(plan, m.id, m.pricing), { promptTokens: promptEstimate, completionTokens: output.maxOutput * choices }));
     if (cost > worst.cost || (cost === worst.cost && output.maxOutput > worst.output)) worst = { cost, output: output.maxOutput, model: m };
     return { model: m, chat: m.instance.chat!, forwarded: output.forwarded as PluginChatRequest, allowed: chatAllowance(call.body, m, promptEstimate, output, choices) };
   });
@@ -201,12 +201,12 @@ export async function completeChat(deps: AppDeps, call: ChatCall): Promise<Respo
   deps.telemetry.upstream({ plugin: p.model.plugin, model: p.model.id, ms: performance.now() - call.startedAt, outcome: "ok" });
   // only the returned usage is billed (checked by the host), else the upstream's report as relayed, never completion.usage
   const completion: any = result.completion;
-  const u = (result.usage ?? result.upstreamUsage) as { prompt_tokens?: unknown; completion_tokens?: unknown } | undefined;
+  const u = result.usage ?? result.upstreamUsage;
   let counted: number | null = null;
   const local = () => (counted ??= countTextTokens(completionText(completion)));
   const billed = finishChat(call, p, {
     status: 200, charge: true,
-    reported: { prompt: u?.prompt_tokens, completion: u?.completion_tokens },
+    reported: reportedUsage(u),
     local: { prompt: p.promptEstimate, completion: local },
     deliveredTokens: null,
     disconnected: false, errorCode: null,
@@ -216,10 +216,17 @@ export async function completeChat(deps: AppDeps, call: ChatCall): Promise<Respo
     // the usage the client sees is what it was billed for (an upstream's made-up numbers, or counts the plugin put there and did not return)
     const shown = completion.usage;
     if ((billed.anomaly && u) || (shown && (shown.prompt_tokens !== billed.promptTokens || shown.completion_tokens !== billed.completionTokens))) {
-      completion.usage = { ...(shown && typeof shown === "object" ? shown : {}), prompt_tokens: billed.promptTokens, completion_tokens: billed.completionTokens, total_tokens: billed.promptTokens + billed.completionTokens };
+      completion.usage = { ...(shown && typeof shown === "object" ? shown : {}), prompt_tokens: billed.promptTokens, completion_tokens: billed.completionTokens, total_tokens: billed.promptTokens + billed.completionTokens, ...billedCacheDetails(shown, billed) };
     }
   }
   return new Response(JSON.stringify(completion), { headers: { "content-type": "application/json", ...p.headers } });
+}
+
+/** `prompt_tokens_details` saying the cache reads and writes billed, when the upstream's said any or some were billed. */
+export function billedCacheDetails(shown: any, billed: { cachedTokens: number; cacheWriteTokens: number }): { prompt_tokens_details?: Record<string, unknown> } {
+  const details = shown && typeof shown === "object" && typeof shown.prompt_tokens_details === "object" && shown.prompt_tokens_details !== null ? shown.prompt_tokens_details : undefined;
+  if (!details && !billed.cachedTokens && !billed.cacheWriteTokens) return {};
+  return { prompt_tokens_details: { ...details, cached_tokens: billed.cachedTokens, ...(billed.cacheWriteTokens || details?.cache_write_tokens !== undefined ? { cache_write_tokens: billed.cacheWriteTokens } : {}) } };
 }
 
 /** All generated text of a completion object: message content and tool-call arguments of every choice. */

@@ -58,7 +58,11 @@ export const consoleApiRoutes = (deps: AppDeps) => {
               object: "model" as const,
               plugin: m.plugin,
               capabilities: m.capabilities,
-              pricing: { input_per_million: m.pricing.inputPerMillion ?? null, output_per_million: m.pricing.outputPerMillion ?? null, per_second: m.pricing.perSecond ?? null },
+              pricing: {
+                input_per_million: m.pricing.inputPerMillion ?? null, output_per_million: m.pricing.outputPerMillion ?? null,
+                cached_input_per_million: m.pricing.cachedInputPerMillion ?? null, cache_write_per_million: m.pricing.cacheWritePerMillion ?? null,
+                per_second: m.pricing.perSecond ?? null,
+              },
               max_output_tokens: m.maxOutputTokens ?? null,
               context_length: m.contextLength ?? null,
               state: typeof state === "string" ? state : "ready",

@@ -91,6 +91,8 @@ export const AdminModel = t.Object({
   pricing: t.Object({
     input_per_million: t.Nullable(t.Integer({ description: "micro-dollars per million input tokens" })),
     output_per_million: t.Nullable(t.Integer({ description: "micro-dollars per million output tokens" })),
+    cached_input_per_million: t.Nullable(t.Integer({ description: "micro-dollars per million input tokens read from the upstream's prompt cache (null: the input price)" })),
+    cache_write_per_million: t.Nullable(t.Integer({ description: "micro-dollars per million input tokens written to the upstream's prompt cache (null: the input price)" })),
     per_second: t.Nullable(t.Integer({ description: "micro-dollars per second of video" })),
   }),
   max_output_tokens: t.Nullable(t.Integer()),

@@ -19,10 +19,12 @@ const Model = t.Object(
     pricing: t.Optional(t.Object({
       input_per_million: t.Optional(t.Number()),
       output_per_million: t.Optional(t.Number()),
+      cached_input_per_million: t.Optional(t.Number({ description: "per million input tokens read from the upstream's prompt cache (absent: the input price)" })),
+      cache_write_per_million: t.Optional(t.Number({ description: "per million input tokens written to the upstream's prompt cache (absent: the input price)" })),
       per_second: t.Optional(t.Number()),
       per_second_by_size: t.Optional(t.Record(t.String(), t.Number())),
       plan: t.Optional(t.String({ description: "the price plan of the key's account these prices come from (absent: list prices); a plan's adjusted rates may have a fraction of a micro-dollar, a request's cost is computed exactly and rounded up once" })),
-    }, { description: "the model's prices as the key's account pays them, in micro-dollars (1 USD = 1,000,000): per million input / output tokens, per second of video, per second of video at a size (over per_second for that size) (reelay extension)" })),
+    }, { description: "the model's prices as the key's account pays them, in micro-dollars (1 USD = 1,000,000): per million input / output tokens (cached and cache-write input tokens at their own prices when set), per second of video, per second of video at a size (over per_second for that size) (reelay extension)" })),
     video: t.Optional(t.Object({
       sizes: t.Array(t.String()),
       seconds: t.Array(t.Integer()),
@@ -58,6 +60,8 @@ function pricingView(m: RegisteredModel, plan: PricePlan | null) {
   return {
     ...(p.inputPerMillion !== undefined ? { input_per_million: effectiveRate(p, "inputPerMillion")! } : {}),
     ...(p.outputPerMillion !== undefined ? { output_per_million: effectiveRate(p, "outputPerMillion")! } : {}),
+    ...(p.cachedInputPerMillion !== undefined ? { cached_input_per_million: effectiveRate(p, "cachedInputPerMillion")! } : {}),
+    ...(p.cacheWritePerMillion !== undefined ? { cache_write_per_million: effectiveRate(p, "cacheWritePerMillion")! } : {}),
     ...(p.perSecond !== undefined ? { per_second: effectiveRate(p, "perSecond")! } : {}),
     ...(bySize ? { per_second_by_size: bySize } : {}),
     ...(p.plan ? { plan: p.plan } : {}),

@@ -18,16 +18,19 @@ import type { Capability, ModelInstance } from "../capabilities.ts";
 import { problemsWithInstance } from "../checks.ts";
 import { problemsWithPricing } from "../pricing.ts";
 import { checkOptions } from "../option-check.ts";
+import type { MessagesRequest } from "../anthropic-messages.ts";
 import type { ChatCompletionRequest } from "../openai-chat.ts";
 import type { ReelayPlugin } from "../plugin.ts";
 import { testPluginContext, type TestContextOverrides } from "../testing.ts";
 import { PLUGIN_API_VERSION } from "../version.ts";
 import { chatContract } from "./chat.ts";
 import { embeddingsContract } from "./embeddings.ts";
+import { messagesContract } from "./messages.ts";
 import type { FailureScenarios } from "./failures.ts";
 import { videoContract, type VideoContractOptions } from "./video.ts";
 
 export type { FailureScenarios } from "./failures.ts";
+export { problemWithMessagesGrammar } from "./messages.ts";
 export { CONTRACT_PNG } from "./video.ts";
 
 export interface ContractOptions {
@@ -40,6 +43,8 @@ export interface ContractOptions {
   setup?: () => Promise<void> | void;
   teardown?: () => Promise<void> | void;
   chat?: { body?: Partial<ChatCompletionRequest> };
+  /** the instance has a native `messages` capability (with chat): give this to test it (required when it has one) */
+  messages?: { body?: Partial<MessagesRequest> };
   embeddings?: { inputs?: string[] };
   video?: VideoContractOptions;
   /** ways to make your upstream fail; each scenario you give is tested for every capability */
@@ -119,9 +124,12 @@ export function runPluginContract(name: string, makePlugin: () => ReelayPlugin |
     test(`create gives a usable instance with exactly ${opts.capabilities.join(", ")}`, () => {
       expect(problemsWithInstance(instance)).toEqual([]);
       expect((["chat", "embeddings", "video"] as const).filter((c) => instance[c])).toEqual([...opts.capabilities].sort());
+      // a messages capability is tested only when the contract is told about it: an untested one must not slip through
+      expect({ messages: instance.messages !== undefined }).toEqual({ messages: opts.messages !== undefined });
     });
 
     if (opts.capabilities.includes("chat")) chatContract(harness);
+    if (opts.messages) messagesContract(harness);
     if (opts.capabilities.includes("embeddings")) embeddingsContract(harness);
     if (opts.capabilities.includes("video")) videoContract(harness);
 

@@ -61,6 +61,16 @@ export function videoContract(h: ContractHarness): void {
       expect(["failed", "lost"]).toContain((await pollUntilFinal(handle)).state);
     });
 
+    test("a webhook that is not genuine is refused (accepted: false, nothing to wake), never thrown", async () => {
+      if (typeof video().webhook !== "function") return;
+      const forged = JSON.stringify({ id: "forged", status: "succeeded", output: "https://example.com/v.mp4" });
+      const headers = { "content-type": "application/json", "webhook-id": "msg_forged", "webhook-timestamp": String(Math.floor(Date.now() / 1000)), "webhook-signature": "v1,Zm9yZ2Vk" };
+      for (const token of ["contract-unknown-token", ""]) {
+        const r = await video().webhook!({ token, headers, body: new TextEncoder().encode(forged) }, testCall());
+        expect({ accepted: r?.accepted, wake: r?.wake ?? [] }).toEqual({ accepted: false, wake: [] });
+      }
+    });
+
     const f = h.opts.failures;
     if (!f) return;
     describe("failures: retried or not, as the scheduler decides", () => {

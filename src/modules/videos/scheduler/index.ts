@@ -2,7 +2,9 @@
  * The in-process video scheduler. State lives in Postgres only, so any number of instances can run
  * it against one database: each claims due jobs under a lease (job-table/claim-due-jobs.ts), runs them
  * concurrently up to each model's `maxConcurrency`, renews its leases every lease/3 and, on
- * shutdown, aborts its plugin calls and hands its jobs straight back to the queue.
+ * shutdown, aborts its plugin calls and hands its jobs straight back to the queue. A plugin's
+ * wake-up (ctx.video.wake) ends the wait before a job's next poll here, or on the instance that
+ * runs the job (wake-channel.ts).
  */
 import { sql } from "drizzle-orm";
 import type { AppDeps } from "../../../deps.ts";
@@ -11,7 +13,9 @@ import { every, type BackgroundTask } from "../../../background.ts";
 import { claimDueJobs, modelsWithDueJobs, releaseAllLeases, releaseJob, renewLeases, type ClaimedJob } from "../job-table/claim-due-jobs.ts";
 import { expireResults, failJob } from "../job-table/transitions.ts";
 import { runJob } from "./run-job.ts";
+import { PollPacer } from "./poll-pacer.ts";
 import { sweepStoredObjects } from "./sweep-objects.ts";
+import { openWakeChannel, type WakeChannel } from "./wake-channel.ts";
 
 /** a plugin that states no limit gets 4 jobs in flight per instance */
 export const DEFAULT_MODEL_CONCURRENCY = 4;
@@ -34,18 +38,22 @@ export function createVideoScheduler(deps: AppDeps): BackgroundTask {
   let stopped = true;
   let wake: (() => void) | null = null;
   let loop: Promise<void> | null = null;
+  const pacer = new PollPacer();
+  let channel: WakeChannel | null = null;
+  let unsubscribe: (() => void) | null = null;
 
   const kick = () => wake?.();
 
   function start(job: ClaimedJob, model: RegisteredModel) {
     const controller = new AbortController();
     perModel.set(job.model, (perModel.get(job.model) ?? 0) + 1);
-    const done = runJob({ deps, owner, plugin: model.plugin, video: model.instance.video!, signal: controller.signal }, job)
+    const done = runJob({ deps, owner, plugin: model.plugin, video: model.instance.video!, signal: controller.signal, pacer }, job)
       .catch((err) => {
         if (!controller.signal.aborted) logger.error({ err, jobId: job.id }, "video job runner failed; the lease will expire and the job be retried");
       })
       .finally(() => {
         running.delete(job.id);
+        pacer.forget(job.id);
         perModel.set(job.model, (perModel.get(job.model) ?? 1) - 1);
         kick();
       });
@@ -118,18 +126,25 @@ export function createVideoScheduler(deps: AppDeps): BackgroundTask {
     start() {
       if (!stopped) return;
       stopped = false;
+      channel = openWakeChannel(deps, owner, (model, handle) => pacer.wake(model, handle));
+      // a job polled here is woken here; any other is woken on the instance that runs it
+      unsubscribe = deps.registry.wakeups.subscribe((model, handle) => {
+        if (!pacer.wake(model, handle)) channel?.send(model, handle);
+      });
       loop = runLoop();
       heartbeat.start();
       sweeper.start();
     },
     async stop() {
       stopped = true;
+      unsubscribe?.();
       kick();
       await loop;
       for (const r of running.values()) r.controller.abort(new Error("shutting down"));
       await Promise.allSettled([...running.values()].map((r) => r.done));
       await heartbeat.stop();
       await sweeper.stop();
+      await channel?.close();
       const released = await releaseAllLeases(db, owner).catch((err) => {
         logger.warn({ err }, "could not hand video jobs back on shutdown; their leases will expire");
         return 0;

@@ -20,6 +20,7 @@ import { sourceKey } from "../blob-keys.ts";
 import { beginSubmitAttempt, forgetHandle, readHandle, releaseJob, saveProgress, type ClaimedJob } from "../job-table/claim-due-jobs.ts";
 import { STORE_ATTEMPTS, storeBackoffMs, storeResult } from "./store-result.ts";
 import { completeJob, failJob, saveHandle } from "../job-table/transitions.ts";
+import type { PollPacer } from "./poll-pacer.ts";
 
 /** consecutive retryable errors before the job fails: 0.5+1+2+4 s of backoff ≈ 8 s of outage tolerated */
 export const MAX_ERROR_STREAK = 5;
@@ -43,6 +44,8 @@ export interface RunJobContext {
   /** checked by the host (plugin-host/checked-video.ts): handles, states, progress and MP4s are valid, result URLs downloaded */
   video: HostVideo;
   signal: AbortSignal;
+  /** the waits between polls, cut short when the plugin wakes the job (poll-pacer.ts) */
+  pacer?: PollPacer;
 }
 
 export const backoffMs = (streak: number) => Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** Math.max(0, streak - 1));
@@ -56,6 +59,9 @@ export async function runJob(ctx: RunJobContext, job: ClaimedJob): Promise<void>
   const pollEvery = Math.max(10, video.pollIntervalMs ?? DEFAULT_POLL_MS);
   let handle = job.pluginHandle;
   let lastProgress = job.progress ?? 0;
+  const pacer = ctx.pacer;
+  if (handle) pacer?.track(job.id, job.model, handle);
+  const waitForNextPoll = () => (pacer ? pacer.pause(job.id, pollEvery, signal) : sleep(pollEvery, signal));
 
   /** a retryable problem: back off and hand the job back, or give up after MAX_ERROR_STREAK */
   const retryLater = async (message: string, opts: { clearHandle?: boolean } = {}) => {
@@ -123,9 +129,10 @@ export async function runJob(ctx: RunJobContext, job: ClaimedJob): Promise<void>
         return;
       }
       handle = submitted.handle;
+      pacer?.track(job.id, job.model, handle);
       job.errorStreak = 0;
       lastProgress = 0;
-      await sleep(pollEvery, signal);
+      await waitForNextPoll();
       continue;
     }
 
@@ -144,7 +151,7 @@ export async function runJob(ctx: RunJobContext, job: ClaimedJob): Promise<void>
           lastProgress = p;
           job.errorStreak = 0;
         }
-        await sleep(pollEvery, signal);
+        await waitForNextPoll();
         continue;
       }
       case "succeeded": {
