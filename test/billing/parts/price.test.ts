@@ -36,6 +36,18 @@ test("worked examples: adjusted once, rounded once, up", () => {
   expect(applyPlan(null, "m", list)).toBe(list);
 });
 
+test("prompt-cache prices are adjusted like the others; without one, cached tokens follow the input price, overridden or not", () => {
+  const list = { inputPerMillion: 3_000_000, cachedInputPerMillion: 300_000, cacheWritePerMillion: 3_750_000, outputPerMillion: 15_000_000 };
+  const u = { promptTokens: 1_000, cachedTokens: 600, cacheWriteTokens: 300, completionTokens: 10 };
+  // list: 100 × 3 + 600 × 0.3 + 300 × 3.75 + 10 × 15 = 300 + 180 + 1,125 + 150 = 1,755
+  expect(priceOf(list, u)).toBe(1_755);
+  // −10 %: 1,579.5 → 1,580 (one rounding over the sum)
+  expect(priceOf(applyPlan(plan(-1000), "m", list), u)).toBe(1_580);
+  // the input price overridden to 2,000,000 and no cache prices: every prompt token at 2 (taken as it is), output −10 %
+  const noCache = { inputPerMillion: 3_000_000, outputPerMillion: 15_000_000 };
+  expect(priceOf(applyPlan(plan(-1000, { m: { inputPerMillion: 2_000_000 } }), "m", noCache), u)).toBe(2_000 + 135);
+});
+
 test("per-size video prices are adjusted too, unless the plan overrides them", () => {
   const list = { perSecond: 30_000, perSecondBySize: { "1280x720": 100_000 } };
   expect(priceOf(applyPlan(plan(-2000), "v", list), { seconds: 4, size: "1280x720" })).toBe(320_000);
