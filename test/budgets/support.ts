@@ -25,12 +25,14 @@ export function budgetModels(fakeUrl: string, extra: Record<string, unknown> = {
   const plugins = join(dir, "plugins");
   mkdirSync(plugins);
   writeFileSync(join(plugins, "index.mjs"), `export { default } from ${JSON.stringify(join(import.meta.dir, "../plugins/scripted-video.ts"))};\n`);
-  const chat = (id: string) => ({ id, plugin: "openai-compatible", options: { baseUrl: fakeUrl }, pricing: { inputPerMillion: CHAT.input, outputPerMillion: CHAT.output }, maxOutputTokens: CHAT.tokens });
+  // generous timeouts: a loaded test box serving 1,000 requests at once answers slowly, and a timeout is not what these tests are about
+  const timeouts = { connectMs: 60_000, firstByteMs: 60_000 };
+  const chat = (id: string) => ({ id, plugin: "openai-compatible", options: { baseUrl: fakeUrl, timeouts }, pricing: { inputPerMillion: CHAT.input, outputPerMillion: CHAT.output }, maxOutputTokens: CHAT.tokens });
   writeFileSync(join(dir, "models.json"), JSON.stringify({
     builtins: false,
     models: [
       chat("chat"), chat("chat-b"),
-      { id: "embed", plugin: "openai-compatible", options: { baseUrl: fakeUrl, capabilities: ["embeddings"] }, pricing: { inputPerMillion: EMBED_PER_MILLION } },
+      { id: "embed", plugin: "openai-compatible", options: { baseUrl: fakeUrl, capabilities: ["embeddings"], timeouts }, pricing: { inputPerMillion: EMBED_PER_MILLION } },
       { id: "video", plugin: "scripted-video", options: { durationMs: 0, pollIntervalMs: 20, maxConcurrency: 64 }, pricing: { perSecond: VIDEO_PER_SECOND } },
     ],
     ...extra,
