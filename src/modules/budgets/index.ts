@@ -56,7 +56,7 @@ export const budgetAdminRoutes = (deps: AppDeps) => {
       await engine.sync();
       return list(await db.transaction((tx) => budgetViews(tx, params.id, { account: true }, engine.now())));
     }, {
-      detail: { summary: "An account's budgets and their current windows", description: "Each budget with its current window: `spent`, `reserved` (requests in flight), `remaining`, `resets_at`, and the thresholds reached in it.", security },
+      detail: { summary: "An account's budgets", description: "Each budget with its current window: `spent`, `reserved` (requests in flight), `remaining`, `resets_at`, and the thresholds reached in it.", security },
       response: { 200: BudgetList, ...adminErrors },
     })
     .put("/keys/:id/budgets", async ({ params, body }) => {
@@ -75,7 +75,7 @@ export const budgetAdminRoutes = (deps: AppDeps) => {
       await engine.sync();
       return list(await db.transaction((tx) => budgetViews(tx, key.accountId, { keyId: key.id }, engine.now())));
     }, {
-      detail: { summary: "A key's budgets and their current windows", security },
+      detail: { summary: "A key's budgets", description: "Each budget with its current window: `spent`, `reserved` (requests in flight), `remaining`, `resets_at`, and the thresholds reached in it.", security },
       response: { 200: BudgetList, ...adminErrors },
     })
     .get("/plans", async () => {
