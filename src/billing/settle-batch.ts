@@ -136,8 +136,11 @@ export async function settleBatch(tx: Tx, settlements: Settlement[], beats: Leas
       -- then no further than any of its windows allows (max(0, min(a, w)) = min(max(0, a), max(0, w))).
       -- Two steps, the first materialized: joined in one, the planner (every CTE estimated at one row)
       -- looped over the accounts for each settlement, 10× slower for 500 settlements of 128 accounts.
+      -- In the order the account's window function gave calc0 (account, then batch order): usage and
+      -- ledger rows take their ids in it, and a join may not keep it (a hash join did: a request's
+      -- usage row got an id below the one before it, and /v1/usage showed them the other way round).
       SELECT calc0.*, cv + LEAST(chg0 - cv, GREATEST(0, COALESCE(wroom.room, chg0 - cv))) AS chg
-      FROM calc0 LEFT JOIN wroom ON wroom.i = calc0.i
+      FROM calc0 LEFT JOIN wroom ON wroom.i = calc0.i ORDER BY calc0.a, calc0.i
     ), u AS (
       ${insertUsageFrom(sql`calc`, sql`chg`, sql`hw`)}
     ), l AS (
