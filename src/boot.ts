@@ -13,7 +13,7 @@ import { CreditEngine, PlanBook, sweepExpiredHolds } from "./billing/index.ts";
 import { ConfigError } from "./config.ts";
 import { budgetAlertTask } from "./modules/webhooks/budget-alerts.ts";
 import type { Config } from "./config.ts";
-import { migrate, openDatabase } from "./db/index.ts";
+import { migrate, openDatabase, pendingMigrations } from "./db/index.ts";
 import type { AppDeps } from "./deps.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import { buildModels } from "./registry/build-models.ts";
@@ -29,6 +29,19 @@ import { webhookBackgroundTasks } from "./modules/webhooks/index.ts";
 import { responsesBackgroundTasks } from "./modules/responses/index.ts";
 import { createJobWatcher } from "./modules/videos/job-watcher.ts";
 import { listen, type Listener } from "./listen.ts";
+import { Lifecycle } from "./lifecycle.ts";
+
+/**
+ * A stop lets in-flight requests run for REELAY_SHUTDOWN_GRACE_MS; what comes after (settlements
+ * written, plugins and the database closed) takes milliseconds when all is well, and is given this
+ * much past the grace period: then the program exits without it (main.ts), status 1. A plugin whose
+ * `close` never returns, or a database that stopped answering, cannot keep the process alive.
+ */
+export const SHUTDOWN_CLOSE_MS = 5_000;
+/** after the drain timeout cut the open streams, how long they get to write their error event and settle before connections close */
+const CUT_MS = 1_000;
+/** of SHUTDOWN_CLOSE_MS, what settlements get to reach the database at least (the rest stays in the journal) */
+const SETTLE_MIN_MS = 2_000;
 
 /** One turn of the event loop: between the slow synchronous steps of the boot, the startup gate answers. */
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -56,6 +69,21 @@ export async function openAndMigrate(config: Config, logger: Logger) {
   return database;
 }
 
+/** The migrations this binary would apply to the configured database (`reelay migrate --check`); applies none. */
+export async function checkMigrations(config: Config): Promise<string[]> {
+  const unlock = config.databaseUrl ? () => {} : lockDataDir(config.dataDir);
+  try {
+    const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 1 });
+    try {
+      return await pendingMigrations(database.db);
+    } finally {
+      await database.close();
+    }
+  } finally {
+    unlock();
+  }
+}
+
 /** The app's dependencies; `ops` defaults to the no-op parts (no limits, logs or metrics). */
 export async function buildDeps(config: Config, logger: Logger = createLogger(config), ops: OpsParts = noOps, models?: ModelRegistry, clock?: () => number): Promise<AppDeps> {
   // models first: a config mistake stops the boot before the slow database open
@@ -69,7 +97,7 @@ export async function buildDeps(config: Config, logger: Logger = createLogger(co
     throw e;
   }
   try {
-    const auth = new KeyAuthenticator(database.db, config.keyCacheMs, (e) => logger.warn({ err: e }, "could not update key last_used_at"));
+    const auth = new KeyAuthenticator(database.db, config.keyCacheMs, (e) => logger.warn({ err: e }, "could not update key last_used_at"), config.adminToken);
     const { requestLimit, tokenBudget, telemetry, requestLog, metrics, readinessChecks } = ops;
     const jobWatcher = createJobWatcher({ database, logger }, { fallbackMs: 2_000, pingMs: 15_000 });
     for (const p of config.plans) for (const m of Object.keys(p.models)) if (!registry.get(m)) throw new ConfigError(`plans.${p.id}.models.${m}`, "no such model is served");
@@ -121,8 +149,19 @@ export async function startServer(config: Config, opts: { logger?: Logger; liste
     await registry.close();
     throw e;
   }
+  const lifecycle = (deps.lifecycle = new Lifecycle());
   const app = createApp(deps);
-  gate.open((req) => app.handle(req));
+  gate.open(async (req) => {
+    const res = await app.handle(req);
+    // draining: every answer closes its connection, so keep-alive clients (a load balancer's pool)
+    // open their next one elsewhere
+    if (lifecycle.draining) {
+      try {
+        res.headers.set("connection", "close");
+      } catch {}
+    }
+    return res;
+  });
   const tasks: BackgroundTask[] = [every(config.holdSweepIntervalMs, async () => {
     const n = await sweepExpiredHolds(deps.database.db);
     if (n) logger.warn({ released: n }, "released expired holds of requests that never finished");
@@ -134,24 +173,38 @@ export async function startServer(config: Config, opts: { logger?: Logger; liste
   tasks.push(alerts, every(Math.max(1_000, config.keyCacheMs), () => deps.billing.plans.refresh(), (e) => logger.warn({ err: e }, "could not read the price plans again")));
   for (const t of tasks) t.start();
   deps.registry.preload(config.preloadModels);
-  logger.info({ url: server?.url.href, database: deps.database.kind, models: deps.registry.list().map((m) => m.id), preload: config.preloadModels }, "reelay ready");
+  // where a person goes next: on all interfaces the server's own URL names 0.0.0.0, which a browser cannot open
+  const base = server ? server.url.href.replace(/^http:\/\/(0\.0\.0\.0|\[::\])(?=:)/, "http://localhost") : null;
+  logger.info({ url: server?.url.href, console: base && base + "console", docs: base && base + "docs", database: deps.database.kind, models: deps.registry.list().map((m) => m.id), preload: config.preloadModels }, "reelay ready");
+  if (!config.adminToken) logger.warn("REELAY_ADMIN_TOKEN is not set: the admin API (/admin/*) and the console's operator view answer 401, so no account or API key can be created; set it (16 characters or more) and restart");
 
   let stopping: Promise<void> | null = null;
   const stop = () =>
     (stopping ??= (async () => {
-      logger.info("shutting down: no new connections, finishing in-flight requests");
+      // 1. draining: /readyz 503 at once; work claimed from the shared queues (video job steps,
+      // webhook deliveries) is handed back now for another instance, not when its lease lapses
+      lifecycle.drain();
+      logger.info({ drainDelayMs: config.shutdownDrainDelayMs, graceMs: config.shutdownGraceMs }, "shutting down: readyz 503, handing back queued work, then no new connections after the drain delay");
+      const tasksStopped = Promise.allSettled(tasks.map((t) => t.stop()));
+      // 2. still accepting for the drain delay, so a load balancer notices the 503 before connections are refused
+      if (config.shutdownDrainDelayMs > 0) await Bun.sleep(config.shutdownDrainDelayMs);
+      const graceEnds = performance.now() + config.shutdownGraceMs;
       // progress streams never finish on their own: end them (EventSource clients reconnect elsewhere)
       await deps.jobWatcher.close();
+      // 3. no new connections; in-flight requests and streams finish up to the drain timeout
       if (server) {
-        const graceful = server.stop(false);
-        const timeout = new Promise<"timeout">((r) => setTimeout(() => r("timeout"), config.shutdownGraceMs).unref());
-        if ((await Promise.race([graceful.then(() => "done" as const), timeout])) === "timeout") {
-          logger.warn({ graceMs: config.shutdownGraceMs }, "grace period over: closing remaining connections");
-          await server.stop(true);
+        logger.info({ graceMs: config.shutdownGraceMs }, "shutting down: no new connections, finishing in-flight requests");
+        const graceful = server.stop(false).then(() => "done" as const);
+        const after = (ms: number) => new Promise<"timeout">((r) => setTimeout(() => r("timeout"), Math.max(0, ms)).unref());
+        if ((await Promise.race([graceful, after(graceEnds - performance.now())])) === "timeout") {
+          // 4. the drain timeout: open streams end with an error event (billed on what was delivered)
+          logger.warn({ graceMs: config.shutdownGraceMs }, "drain timeout: ending open streams with an error event, then closing remaining connections");
+          lifecycle.cut();
+          if ((await Promise.race([graceful, after(CUT_MS)])) === "timeout") await server.stop(true);
         }
       }
-      await Promise.allSettled(tasks.map((t) => t.stop()));
-      await deps.billing.stop(config.shutdownGraceMs);
+      await tasksStopped;
+      await deps.billing.stop(Math.max(graceEnds - performance.now(), SETTLE_MIN_MS));
       await deps.registry.close();
       await ops!.close();
       await deps.database.close();

@@ -103,6 +103,8 @@ export interface Config {
   schedulerLeaseMs: number;
   instanceId: string;
   shutdownGraceMs: number;
+  /** on SIGTERM: how long /readyz says 503 while requests are still accepted, before the listener closes */
+  shutdownDrainDelayMs: number;
   /** models loaded in the background right after start; the others load on their first request */
   preloadModels: string[] | "all";
   /** how long a request waits for the server or its model to finish loading before a 503 */
@@ -239,6 +241,7 @@ export function loadConfig(env: Env = process.env): Config {
     schedulerLeaseMs: int(env, "REELAY_SCHEDULER_LEASE_MS", 30_000, 1000, 3_600_000),
     instanceId: str(env, "REELAY_INSTANCE_ID") ?? `${process.pid}-${crypto.randomUUID().slice(0, 8)}`,
     shutdownGraceMs: int(env, "REELAY_SHUTDOWN_GRACE_MS", 10_000, 0, 600_000),
+    shutdownDrainDelayMs: int(env, "REELAY_SHUTDOWN_DRAIN_DELAY_MS", 0, 0, 600_000),
     preloadModels: preloadList(str(env, "REELAY_PRELOAD_MODELS")),
     loadWaitMs: int(env, "REELAY_LOAD_WAIT_SECONDS", 30, 1, 3600) * 1000,
     modelIdleMs: int(env, "REELAY_MODEL_IDLE_SECONDS", 900, 0, 86_400 * 7) * 1000,

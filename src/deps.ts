@@ -7,6 +7,7 @@ import type { Logger } from "./logger.ts";
 import type { JobWatcher } from "./modules/videos/job-watcher.ts";
 import type { ModelRegistry } from "./registry/model-registry.ts";
 import type { OpsParts } from "./ops/hooks.ts";
+import type { Lifecycle } from "./lifecycle.ts";
 
 /**
  * Everything a route module may use; built once by boot (or by a test) and passed in. The ops parts
@@ -25,4 +26,6 @@ export interface AppDeps extends OpsParts {
   billing: CreditEngine;
   /** where video results, thumbnails and source images live (REELAY_BLOB_STORE) */
   blobs: BlobStores;
+  /** shutdown state: draining (readyz 503) and the drain timeout's cut of open streams (src/lifecycle.ts); absent in tests that build deps by hand */
+  lifecycle?: Lifecycle;
 }

@@ -21,6 +21,9 @@ usage: reelay [command]
   serve                 run the API server (default)
   healthcheck           exit 0 if the server on PORT answers /readyz with 200 (for container health checks)
   migrate               apply database migrations and exit
+  migrate --check       print the migrations this binary would apply; exit 1 if there are any
+  backup <dir>          copy the database into <dir>: pg_dump for PostgreSQL, a consistent copy of the
+                        PGlite data directory (through the running server's admin API when it runs)
 ${Object.values(COMMANDS).map((c) => "  " + c.usage).join("\n")}
   help                  this text
 
@@ -44,15 +47,24 @@ async function main(argv: string[]): Promise<number> {
   if (command === "serve") {
     const logger = createLogger(config);
     const listener = listen(config, logger);
-    const { startServer } = await import("./boot.ts");
+    const { startServer, SHUTDOWN_CLOSE_MS } = await import("./boot.ts");
     const running = await startServer(config, { logger, listener });
     let signals = 0;
     const onSignal = (sig: string) => {
       if (++signals > 1) process.exit(1);
       logger.info({ signal: sig }, "signal received");
-      // exit once the last lines are written: a line whose asynchronous write is still in flight
-      // at exit is lost (pino's exit hook writes only the lines queued behind it)
-      const exit = (code: number) => logger.flush(() => process.exit(code));
+      // exit once the last lines are written (a line whose asynchronous write is still in flight at
+      // exit is lost), or after a second at most: a reader that stopped reading cannot hold the exit
+      const exit = (code: number) => {
+        setTimeout(() => process.exit(code), 1_000);
+        logger.flush(() => process.exit(code));
+      };
+      // a stop that does not finish (a step that never returns) ends all the same
+      const giveUpMs = config.shutdownDrainDelayMs + config.shutdownGraceMs + SHUTDOWN_CLOSE_MS;
+      setTimeout(() => {
+        logger.error({ afterMs: giveUpMs }, "shutdown did not finish in the grace period and the time to close after it: exiting without it");
+        exit(1);
+      }, giveUpMs);
       running.stop().then(() => exit(0), (e) => {
         logger.error({ err: e }, "shutdown failed");
         exit(1);
@@ -63,6 +75,17 @@ async function main(argv: string[]): Promise<number> {
     return -1; // keep running
   }
   const logger = createLogger({ ...config, logLevel: "warn", logPretty: false }, process.stderr);
+  if (command === "migrate" && argv.includes("--check")) {
+    const { checkMigrations } = await import("./boot.ts");
+    const pending = await checkMigrations(config);
+    console.log(JSON.stringify({ pending, database: config.databaseUrl ? "postgres" : "pglite" }));
+    return pending.length ? 1 : 0;
+  }
+  if (command === "backup") {
+    const { backup } = await import("./cli/backup.ts");
+    console.log(JSON.stringify(await backup(config, argv[1])));
+    return 0;
+  }
   if (command === "migrate") {
     const { openAndMigrate } = await import("./boot.ts");
     const database = await openAndMigrate({ ...config }, createLogger(config));

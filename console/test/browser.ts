@@ -78,7 +78,7 @@ export async function lacks(locator: import("playwright-core").Locator, unwanted
  * value on a line, a series hidden under another) counts 0.
  */
 // runs in the browser; this file's type context has no DOM lib
-declare const getComputedStyle: (e: unknown) => { borderLeftWidth: string; borderLeftColor: string; backgroundColor: string };
+declare const getComputedStyle: (e: unknown) => { borderLeftWidth: string; borderLeftColor: string; backgroundColor: string; lineHeight: string };
 
 export async function chartInk(page: Page, title: string): Promise<Record<string, number>> {
   const figure = page.locator("figure.chart").filter({ has: page.locator("figcaption", { hasText: title }) }).first();
@@ -98,4 +98,31 @@ export async function chartInk(page: Page, title: string): Promise<Record<string
     }
     return out;
   });
+}
+
+/**
+ * Where a chart's y-axis labels begin, in canvas pixels from its left edge: a label cut by too
+ * narrow an axis starts at 0 (its first characters fall outside the canvas).
+ */
+export async function yLabelsLeft(page: Page, title: string): Promise<number> {
+  const figure = page.locator("figure.chart").filter({ has: page.locator("figcaption", { hasText: title }) }).first();
+  await figure.locator("canvas").waitFor();
+  return figure.evaluate((fig: any) => {
+    const canvas = fig.querySelector("canvas");
+    const { width, height } = canvas;
+    const px: Uint8ClampedArray = canvas.getContext("2d").getImageData(0, 0, width, height).data;
+    for (let x = 0; x < width; x++) for (let y = 0; y < height; y++) if (px[(y * width + x) * 4 + 3]! > 0) return x;
+    return width;
+  });
+}
+
+/** The stat cards whose value does not fit on one line (by its height against its line height). */
+export async function wrappedStats(page: Page): Promise<string[]> {
+  return page.locator(".stat").evaluateAll((cards: any[]) =>
+    cards.filter((c) => {
+      const v = c.querySelector(".stat-value");
+      const line = parseFloat(getComputedStyle(v).lineHeight as any) || 20;
+      return v.getBoundingClientRect().height > line * 1.5;
+    }).map((c) => c.querySelector(".stat-label").textContent),
+  );
 }

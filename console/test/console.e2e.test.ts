@@ -15,7 +15,7 @@ import { startFakeOpenAI, type FakeOpenAI } from "../../test/fakes/openai-upstre
 import { ADMIN_TOKEN, startTestServer, type TestServer } from "../../test/support/harness.ts";
 import { pngBase64 } from "../../test/videos/support.ts";
 import { buildConsole } from "../build.ts";
-import { chartInk, lacks, launchBrowser, see, shot, watch, type Watched } from "./browser.ts";
+import { chartInk, lacks, launchBrowser, see, shot, watch, wrappedStats, yLabelsLeft, type Watched } from "./browser.ts";
 
 const CHAT_PRICING = { inputPerMillion: 3_000_000, outputPerMillion: 15_000_000 };
 const REPLY = " one two three four five six seven eight";
@@ -82,6 +82,11 @@ test("operator: wrong token is refused, then sign in, create an account, grant $
   w.step("operator sign-in");
   await signIn(page, ADMIN_TOKEN);
   await page.getByRole("heading", { name: "Overview" }).waitFor();
+  // nothing has happened yet: empty charts keep their y-axis labels whole, every card's figure fits on a line
+  await page.locator(".uplot").nth(4).waitFor();
+  for (const title of ["Requests", "Tokens", "Credits charged", "Error rate", "Latency"]) expect({ title, left: (await yLabelsLeft(page, title)) > 0 }).toEqual({ title, left: true });
+  await see(page.locator(".stat").filter({ hasText: "Video queue" }), "queued");
+  expect(await wrappedStats(page)).toEqual([]);
   expect(await page.evaluate(() => Object.keys(sessionStorage))).toEqual(["reelay.console.session"]);
   expect(await page.evaluate(() => localStorage.length)).toBe(0);
   expect(page.url()).not.toContain(ADMIN_TOKEN);
@@ -136,7 +141,13 @@ test("client: wrong key is refused; sign in with the copied key; streamed chat w
 
   w.step("chat");
   await nav("Playground");
+  // the first chat model is chosen for us (chat-e2e, which says nothing of itself: the generic hint);
+  // the built-in one says what it is for: it writes children's stories, it does not answer
+  await see(page.getByTestId("chat-hint"), "Ask something.");
+  await page.getByLabel("Model").selectOption("stories260k");
+  await see(page.getByTestId("chat-hint"), "writes short children's stories");
   await page.getByLabel("Model").selectOption("chat-e2e");
+  await see(page.getByTestId("chat-hint"), "Ask something.");
   await page.getByLabel("Message").fill("Hello there");
   await page.getByLabel("Message").press("Enter");
   const answer = page.getByTestId("assistant-message").locator("p");
@@ -178,6 +189,8 @@ test("client: image-to-video from an uploaded PNG completes and plays", async ()
   await page.getByLabel("Model").selectOption("preview-motion");
   await page.getByLabel("Image (PNG, JPEG or WebP)").setInputFiles({ name: "lighthouse.png", mimeType: "image/png", buffer: Buffer.from(pngBase64(96, 64), "base64") });
   await page.getByRole("img", { name: "Selected image lighthouse.png" }).waitFor();
+  // the photo is landscape (96×64): so is the video, by default
+  await page.waitForFunction(() => (document.querySelector("select[name=video-size]") as any)?.value === "832x480");
   await page.getByLabel("Seconds").fill("1");
   await page.getByRole("button", { name: "Generate video" }).click();
   await see(page.getByTestId("job-status"), /queued|processing|completed/);
@@ -189,6 +202,7 @@ test("client: image-to-video from an uploaded PNG completes and plays", async ()
     v.addEventListener("error", () => reject(new Error("video error " + v.error?.code)), { once: true });
   }));
   expect(duration).toBeGreaterThan(0.5);
+  expect(await video.evaluate((v: any) => [v.videoWidth, v.videoHeight])).toEqual([832, 480]);
   await see(page.getByTestId("job-status"), "completed");
   await see(page.getByTestId("cost"), "Cost $0.03", { timeout: 15_000 });
   await shot(page, "playground-video-1280");
@@ -245,6 +259,16 @@ test("operator: the request is in usage, the charges are in the ledger; every pa
   await see(ledger, `−${chatCost}`);
   await see(ledger, "−$0.03");
   await see(ledger, "welcome credit");
+  // holds and leases (amount 0) are hidden until asked for: the API has them, the table shows money rows only
+  const all = (await (await fetch(`${s.url}/admin/accounts/${accountId}/ledger?limit=100`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as any;
+  const kinds = (rows: any[]) => [...new Set(rows.map((r) => r.kind))].sort();
+  expect(kinds(all.data)).toEqual(expect.arrayContaining(["charge", "grant", "hold"]));
+  const shown = await ledger.locator("tbody tr td:nth-child(2)").allTextContents();
+  expect([...new Set(shown)].sort()).toEqual(kinds(all.data.filter((r: any) => !["hold", "release", "lease", "lease_return"].includes(r.kind))));
+  await page.getByLabel(/Show holds and leases/).check();
+  await see(ledger, "hold");
+  expect((await ledger.locator("tbody tr").count())).toBe(Math.min(20, all.data.length));
+  await page.getByLabel(/Show holds and leases/).uncheck();
   await page.locator(".uplot").nth(4).waitFor();
   await shot(page, "account-1280");
 

@@ -3,6 +3,9 @@
  * upstream (vLLM, Ollama's /v1, llama.cpp server, OpenAI). The body goes upstream unchanged except
  * `model` (→ upstreamModel) and, for streams, `stream_options` (usage forced on); answers come back
  * as the upstream gave them, its usage report relayed as `upstreamUsage` for the host to judge.
+ * `provider: <name>` (presets.ts) names a known provider: its URL, auth scheme and quirks — fields
+ * it refuses left out or renamed, its reasoning and cache fields and stream usage brought to
+ * OpenAI's shape (quirks.ts) — each overridable in the model's options.
  * Options: options.ts. Deadlines, retries of refused connections and error mapping: the SDK's
  * callUpstream. Several deployments (`deployments`): the SDK's UpstreamRouter picks one per attempt
  * (weights, least outstanding, circuit breakers) and routedCall retries a safe failure on another;
@@ -13,6 +16,8 @@ import {
   type CallOptions, type ChatCapability, type ChatCompletion, type EmbeddingsCapability, type PluginContext, type RetryBudget, type UpstreamOptions,
 } from "@reelay/plugin-sdk";
 import { DEFAULT_MAX_RESPONSE_BYTES, OpenAICompatibleOptions, validateOptions } from "./options.ts";
+import { presetOf } from "./presets.ts";
+import { authHeaders, chatBody, endpointUrl, quirksOf, reshapeCompletion, reshapesAnswers, reshapeStream, type Quirks } from "./quirks.ts";
 
 export type { OpenAICompatibleOptions } from "./options.ts";
 
@@ -44,9 +49,12 @@ export default definePlugin({
 
 /** What an attempt needs of a deployment. */
 interface Target {
-  baseUrl: string;
+  chatUrl: string;
+  embeddingsUrl: string;
   model: string;
+  /** its key (by its auth scheme) and its preset's and the model's extra headers */
   headers: Record<string, string>;
+  quirks: Quirks;
   /** its key and URL password, redacted from everything relayed */
   secrets: Array<string | undefined>;
 }
@@ -62,24 +70,35 @@ const NO_BREAKER = { ...DEFAULT_BREAKER, enabled: false };
 
 function deploymentTargets(ctx: PluginContext<OpenAICompatibleOptions>, opts: OpenAICompatibleOptions) {
   const model = opts.upstreamModel ?? ctx.modelId;
+  const target = (provider: string | undefined, baseUrl: string, upstreamModel: string, key: string | undefined, apiVersion: string | undefined, headers?: Record<string, string>): Target => {
+    const quirks = quirksOf(presetOf(provider), opts, headers);
+    return {
+      chatUrl: endpointUrl(baseUrl, provider, apiVersion, upstreamModel, "chat/completions"),
+      embeddingsUrl: endpointUrl(baseUrl, provider, apiVersion, upstreamModel, "embeddings"),
+      model: upstreamModel, quirks,
+      headers: { ...quirks.headers, ...authHeaders(quirks.auth, key) },
+      secrets: [key, urlPassword(baseUrl)],
+    };
+  };
   if (opts.deployments === undefined) {
-    const baseUrl = opts.baseUrl!.replace(/\/+$/, "");
-    const key = opts.apiKeyEnv ? ctx.env(opts.apiKeyEnv) : undefined;
-    if (opts.apiKeyEnv && !key) ctx.logger.warn("apiKeyEnv names an unset environment variable; calling upstream without a key", { apiKeyEnv: opts.apiKeyEnv });
-    const target: Target = { baseUrl, model, headers: key ? { authorization: `Bearer ${key}` } : {}, secrets: [key, urlPassword(baseUrl)] };
-    return [{ name: new URL(baseUrl).host, weight: 1, target }];
+    const preset = presetOf(opts.provider);
+    const baseUrl = (opts.baseUrl ?? preset.baseUrl)!.replace(/\/+$/, "");
+    const keyEnv = opts.apiKeyEnv ?? preset.apiKeyEnv;
+    const key = keyEnv ? ctx.env(keyEnv) : undefined;
+    if (keyEnv && !key) ctx.logger.warn("apiKeyEnv names an unset environment variable; calling upstream without a key", { apiKeyEnv: keyEnv });
+    return [{ name: new URL(baseUrl).host, weight: 1, target: target(opts.provider, baseUrl, model, key, opts.apiVersion) }];
   }
-  const names = deploymentNames(opts.deployments);
-  return opts.deployments.map((d, i) => {
-    const baseUrl = d.baseUrl.replace(/\/+$/, "");
+  const withUrls = opts.deployments.map((d) => ({ ...d, provider: d.provider ?? opts.provider, baseUrl: (d.baseUrl ?? presetOf(d.provider ?? opts.provider).baseUrl)!.replace(/\/+$/, "") }));
+  const names = deploymentNames(withUrls);
+  return withUrls.map((d, i) => {
     let key: string | undefined;
-    if (d.apiKeyEnv) {
-      key = ctx.env(d.apiKeyEnv);
+    const keyEnv = d.apiKeyEnv ?? presetOf(d.provider).apiKeyEnv;
+    if (keyEnv) {
+      key = ctx.env(keyEnv);
       // a deployment without its key would answer 401 to every request routed to it
-      if (!key) throw new Error(`deployment "${names[i]}": apiKeyEnv names the environment variable ${d.apiKeyEnv}, which is not set`);
+      if (!key) throw new Error(`deployment "${names[i]}": apiKeyEnv names the environment variable ${keyEnv}, which is not set`);
     }
-    const target: Target = { baseUrl, model: d.upstreamModel ?? model, headers: key ? { authorization: `Bearer ${key}` } : {}, secrets: [key, urlPassword(baseUrl)] };
-    return { name: names[i]!, weight: d.weight, maxConcurrent: d.maxConcurrent, target };
+    return { name: names[i]!, weight: d.weight, maxConcurrent: d.maxConcurrent, target: target(d.provider, d.baseUrl, d.upstreamModel ?? model, key, d.apiVersion ?? opts.apiVersion, d.headers) };
   });
 }
 
@@ -89,9 +108,10 @@ function chat(opts: OpenAICompatibleOptions, route: Route): ChatCapability {
   return {
     async complete(body, call) {
       const { value } = await routedCall(router, call, async ({ deployment: { target } }) => {
-        const res = await callUpstream({ url: `${target.baseUrl}/chat/completions`, json: { ...body, model: target.model }, headers: { ...target.headers, accept: "application/json" } }, call, upstream);
-        const completion = await res.json<ChatCompletion>(maxBytes);
+        const res = await callUpstream({ url: target.chatUrl, json: chatBody(body, target.quirks, target.model), headers: { ...target.headers, accept: "application/json" } }, call, upstream);
+        let completion = await res.json<ChatCompletion>(maxBytes);
         if (typeof completion !== "object" || completion === null || !Array.isArray(completion.choices)) throw new PluginError("malformed", "upstream completion has no choices array");
+        if (reshapesAnswers(target.quirks)) completion = reshapeCompletion(completion, target.quirks);
         // the upstream's numbers as it sent them: the host bills them when credible, its own count otherwise
         return { completion, upstreamUsage: completion.usage };
       }, { budget });
@@ -106,13 +126,18 @@ function chat(opts: OpenAICompatibleOptions, route: Route): ChatCapability {
       };
       // the attempt lasts until the first event: a failure before it has sent the client nothing
       const { value, lease } = await routedCall(router, call, async ({ deployment: { target } }) => {
-        const res = await callUpstream({ url: `${target.baseUrl}/chat/completions`, json: { ...body, model: target.model, stream: true, stream_options }, headers: { ...target.headers, accept: "text/event-stream" }, stream: true }, call, upstream);
+        const q = target.quirks;
+        // a provider that refuses stream_options sends its usage unasked (reshapeStream moves it)
+        const { stream_options: _, ...rest } = chatBody(body, q, target.model);
+        const json = q.streamUsage ? { ...rest, stream: true, stream_options } : { ...rest, stream: true };
+        const res = await callUpstream({ url: target.chatUrl, json, headers: { ...target.headers, accept: "text/event-stream" }, stream: true }, call, upstream);
         const type = res.headers.get("content-type") ?? "";
         if (!type.startsWith("text/event-stream")) {
           res.close();
           throw new PluginError("malformed", `upstream answered a stream request with content-type ${JSON.stringify(type)}, not text/event-stream`);
         }
-        const events = res.sse({ maxEventBytes: opts.limits.maxEventBytes })[Symbol.asyncIterator]();
+        const sse = res.sse({ maxEventBytes: opts.limits.maxEventBytes });
+        const events = (reshapesAnswers(q) ? reshapeStream(sse, q) : sse)[Symbol.asyncIterator]();
         try {
           return { events, first: await events.next() };
         } catch (err) {
@@ -132,7 +157,7 @@ function embeddings(opts: OpenAICompatibleOptions, route: Route): EmbeddingsCapa
     supportsDimensions: true,
     async embed({ body }, call: CallOptions) {
       const { value } = await routedCall(router, call, async ({ deployment: { target } }) => {
-        const res = await callUpstream({ url: `${target.baseUrl}/embeddings`, json: { ...body, model: target.model }, headers: { ...target.headers, accept: "application/json" } }, call, upstream);
+        const res = await callUpstream({ url: target.embeddingsUrl, json: { ...body, model: target.model }, headers: { ...target.headers, accept: "application/json" } }, call, upstream);
         const json = await res.json<{ data?: unknown; usage?: unknown }>(maxBytes);
         if (!Array.isArray(json?.data)) throw new PluginError("malformed", "upstream embeddings answer has no data array");
         const data = json.data.map((d: any, i: number) => {

@@ -5,9 +5,15 @@ import { startFakeGpuWorker } from "../../test/fakes/gpu-worker.ts";
 import { CONTRACT_PNG, runPluginContract } from "@reelay/plugin-sdk/contract";
 import plugin, { buildInput } from "./index.ts";
 
-const worker = await startFakeGpuWorker({ queueMs: 30, runMs: 60 });
+// the worker's phases follow `clock`: real time, unless a test sets `manual` and moves it itself
+// (sleeping into a 60 ms phase is what a loaded CI box overslept)
+let manual: number | null = null;
+const worker = await startFakeGpuWorker({ queueMs: 30, runMs: 60 }, { clock: () => manual ?? Date.now() });
 afterAll(() => worker.stop());
-beforeEach(() => worker.reset());
+beforeEach(() => {
+  manual = null;
+  worker.reset();
+});
 
 const KEY = "rp_secret_key_0123456789";
 const signal = () => new AbortController().signal;
@@ -74,12 +80,18 @@ describe("input mapping", () => {
 describe("RunPod protocol against the fake worker", () => {
   test("submit sends {input} with the key; polls go IN_QUEUE → IN_PROGRESS → COMPLETED with a real MP4", async () => {
     const { video, ctx } = model({ inputMapping: { seconds: "num_frames:*16" } });
+    manual = 1_000_000;
     const { handle } = await video.submit(request(), testCall());
     expect(worker.jobs.has(handle)).toBe(true);
     const run = worker.calls.find((c) => c.kind === "run")!;
     expect(run.auth).toBe(`Bearer ${KEY}`);
     expect(run.input).toMatchObject({ prompt: "a cat surfing", num_frames: 32, width: 480, height: 832, seed: 42 });
-    const { last, states } = await runToEnd(video, handle);
+    const states: string[] = [(await video.poll(handle, testCall())).state];
+    manual += 40; // into IN_PROGRESS (queueMs 30)
+    states.push((await video.poll(handle, testCall())).state);
+    manual += 60; // past runMs 60: COMPLETED
+    const { last, states: rest } = await runToEnd(video, handle);
+    states.push(...rest);
     expect(states).toEqual(["queued", "running", "succeeded"]);
     expect(last.state === "succeeded" && "mp4" in last && new TextDecoder().decode(last.mp4.subarray(4, 8))).toBe("ftyp");
     expect(worker.calls.filter((c) => c.kind === "status").every((c) => c.auth === `Bearer ${KEY}`)).toBe(true);
@@ -89,8 +101,9 @@ describe("RunPod protocol against the fake worker", () => {
   test("progress is reported as 0..1", async () => {
     worker.behave({ queueMs: 0, runMs: 2_000 });
     const { video } = model();
+    manual = 1_000_000;
     const { handle } = await video.submit(request(), testCall());
-    await Bun.sleep(300);
+    manual += 300;
     const r = await video.poll(handle, testCall());
     expect(r.state).toBe("running");
     expect(r.state === "running" && r.progress! > 0 && r.progress! < 1).toBe(true);

@@ -1,5 +1,5 @@
 /** An account's usage records and ledger, newest first, in pages (client routes, admin API, CLI). */
-import { and, desc, eq, lt } from "drizzle-orm";
+import { and, desc, eq, lt, notInArray } from "drizzle-orm";
 import type { AnyPgColumn } from "drizzle-orm/pg-core";
 import type { Tx } from "../db/index.ts";
 import { ledger, usageRecords } from "../db/schema/index.ts";
@@ -48,11 +48,14 @@ export async function listUsage(tx: Tx, accountId: string, page: Page) {
   }));
 }
 
-export async function listLedger(tx: Tx, accountId: string, page: Page) {
+/** Rows that only reserve credit or give it back: amount 0, they move `held` (a busy account writes many). */
+export const RESERVATION_KINDS = ["hold", "release", "lease", "lease_return"] as const;
+
+export async function listLedger(tx: Tx, accountId: string, page: Page, opts: { reservations?: boolean } = {}) {
   const rows = await tx
     .select()
     .from(ledger)
-    .where(onPage(ledger, accountId, page))
+    .where(opts.reservations === false ? and(onPage(ledger, accountId, page), notInArray(ledger.kind, [...RESERVATION_KINDS])) : onPage(ledger, accountId, page))
     .orderBy(desc(ledger.id))
     .limit(page.limit + 1);
   return paged(rows, page.limit, (r) => ({

@@ -31,11 +31,13 @@ interface CacheEntry {
 const MAX_CACHE_ENTRIES = 50_000;
 const TOUCH_INTERVAL_MS = 60_000;
 
+const ADMIN_TOKEN_ON_V1 = "This is the admin token (REELAY_ADMIN_TOKEN): it works on /admin/* (and /metrics, and the console's operator view), not on /v1/*. Send an API key (rl-…) here: create one with POST /admin/accounts/{id}/keys.";
+
 export class KeyAuthenticator {
   private cache = new Map<string, CacheEntry>();
   private touched = new Map<string, number>();
 
-  constructor(private db: Db, private cacheMs: number, private onError: (err: unknown) => void = () => {}) {}
+  constructor(private db: Db, private cacheMs: number, private onError: (err: unknown) => void = () => {}, private adminToken: string | null = null) {}
 
   /**
    * The principal of a request; requireKey asks once per request. The key is read from
@@ -60,7 +62,11 @@ export class KeyAuthenticator {
 
   /** Resolve an API key to a principal, or throw 401. */
   async authenticateKey(key: string): Promise<Principal> {
-    if (!key.startsWith(KEY_PREFIX) || key.length > 200) throw unauthorized();
+    if (!key.startsWith(KEY_PREFIX) || key.length > 200) {
+      // the first thing an operator tries after starting the server: say what it is and where it goes
+      if (this.adminToken && safeEqual(key, this.adminToken)) throw unauthorized(ADMIN_TOKEN_ON_V1);
+      throw unauthorized();
+    }
     const hash = hashKey(key);
     const now = Date.now();
     const hit = this.cache.get(hash);

@@ -33,6 +33,8 @@ export interface JobChargeSpec {
   pricing: EffectivePricing;
   /** which price applied (videoRate's basis), for the usage row; fixed at submit */
   priceBasis?: string | null;
+  /** the API route the job was submitted with ("/v1/videos/generations", "/v1/videos"), for the usage row */
+  route?: string | null;
 }
 
 /**
@@ -41,7 +43,7 @@ export interface JobChargeSpec {
  * `windows.holdWindows`). 402 insufficient_quota or budget_exceeded when it cannot; StaleBudgets
  * when the budgets changed since `budget` was read (read them again and retry).
  */
-export async function openJobCharge(tx: Tx, j: Omit<JobChargeSpec, "keyId" | "plugin" | "priceBasis"> & { budget?: HoldWindows | null }): Promise<{ holdId: string; priceBasis: string }> {
+export async function openJobCharge(tx: Tx, j: Omit<JobChargeSpec, "keyId" | "plugin" | "priceBasis" | "route"> & { budget?: HoldWindows | null }): Promise<{ holdId: string; priceBasis: string }> {
   const amount = priceOf(j.pricing, { seconds: j.seconds, size: j.size });
   const h = await hold(tx, { accountId: j.accountId, amount, ref: j.jobId, reason: `video ${j.jobId}: ${j.model}, ${j.seconds} s at ${j.size}`, expiresAt: null, budget: j.budget ?? null });
   // a plan's prices go with the hold: the job's usage row records them when it settles, maybe on another instance
@@ -91,7 +93,7 @@ export class JobCharge {
 
   private row() {
     const s = this.spec;
-    return { accountId: s.accountId, keyId: s.keyId, ref: s.jobId, kind: "video" as const, model: s.model, plugin: s.plugin };
+    return { accountId: s.accountId, keyId: s.keyId, ref: s.jobId, kind: "video" as const, model: s.model, plugin: s.plugin, route: s.route ?? undefined };
   }
 
   private latency() {

@@ -23,6 +23,8 @@ export interface Database {
   kind: "postgres" | "pglite";
   /** a fresh PGlite data dir unpacked from the seed shipped in the binary (pglite-seed.ts) */
   seeded?: boolean;
+  /** PGlite: a consistent copy of the data directory as a gzipped tarball (queries wait for it; `reelay backup`) */
+  dump?(): Promise<Blob>;
   close(): Promise<void>;
 }
 
@@ -42,16 +44,26 @@ const OUTAGE_OPTIONS = {
   backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 0.25),
 };
 
+/**
+ * How long closing the pool waits for queries still out, in seconds. The database is closed last,
+ * after requests drained and settlements were written: what is still out then is a straggler of a
+ * request the grace period cut, or nothing that can finish — postgres.js keeps a transaction's
+ * `begin` that was sent on a connection lost in a database restart (socket gone, query never
+ * answered), and with the former 5 s every graceful stop after a restart took 5 s
+ * (test/edge/postgres-outage.test.ts).
+ */
+const CLOSE_TIMEOUT_S = 0.5;
+
 export async function openDatabase(opts: { databaseUrl: string | null; dataDir: string; poolSize?: number; seed?: Blob | null }): Promise<Database> {
   if (opts.databaseUrl) {
     const client = postgres(opts.databaseUrl, { max: opts.poolSize ?? 20, onnotice: () => {}, connection: { application_name: "reelay" }, ...OUTAGE_OPTIONS });
     const db = drizzlePostgres(client, { schema });
-    return { db, kind: "postgres", close: () => client.end({ timeout: 5 }) };
+    return { db, kind: "postgres", close: () => client.end({ timeout: CLOSE_TIMEOUT_S }) };
   }
   mkdirSync(opts.dataDir, { recursive: true });
   const fresh = !existsSync(join(opts.dataDir, "PG_VERSION"));
   const seed = fresh ? (opts.seed === undefined ? embeddedSeed() : opts.seed) : null;
-  const compile = async (path: string) => WebAssembly.compile(await Bun.file(path).arrayBuffer());
+  const compile = (path: string) => (compiledWasm[path] ??= Bun.file(path).arrayBuffer().then((b) => WebAssembly.compile(b)));
   const [pgliteWasmModule, initdbWasmModule] = await Promise.all([
     compile(pgliteAssets.pgliteWasm),
     // initdb runs only for a fresh data dir without the embedded seed (under `bun run`)
@@ -67,8 +79,12 @@ export async function openDatabase(opts: { databaseUrl: string | null; dataDir: 
     startParams: [...PGlite.defaultStartParams, ...PGLITE_SETTINGS],
   });
   const db = drizzlePglite(client, { schema }) as unknown as Db;
-  return { db, kind: "pglite", seeded: Boolean(seed), close: () => client.close() };
+  // dumpDataDir runs between queries (PGlite serves one at a time) after a checkpoint: a consistent copy
+  return { db, kind: "pglite", seeded: Boolean(seed), dump: () => client.dumpDataDir("gzip"), close: () => client.close() };
 }
+
+/** PGlite's WASM compiled once per process (a CLI command or a test that opens several data dirs pays it once) */
+const compiledWasm: Record<string, Promise<WebAssembly.Module>> = {};
 
 /**
  * Postgres' default shared_buffers (128 MB) lives in PGlite's WASM heap and is touched at start:

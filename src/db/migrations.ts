@@ -21,7 +21,11 @@ import m0007 from "../../drizzle/0007_video_bytes_in_blob_store.sql" with { type
 // @ts-ignore: text import
 import m0008 from "../../drizzle/0008_usage_cache_tokens.sql" with { type: "text" };
 // @ts-ignore: text import
-import m0009 from "../../drizzle/0009_budgets_and_plans.sql" with { type: "text" };
+import m0009 from "../../drizzle/0009_video_jobs_route.sql" with { type: "text" };
+// @ts-ignore: text import
+import m0010 from "../../drizzle/0010_video_bytes_for_previous_release.sql" with { type: "text" };
+// @ts-ignore: text import
+import m0011 from "../../drizzle/0011_budgets_and_plans.sql" with { type: "text" };
 
 export const MIGRATIONS: Array<{ name: string; sql: string }> = [
   { name: "0000_init", sql: m0000 as unknown as string },
@@ -33,7 +37,9 @@ export const MIGRATIONS: Array<{ name: string; sql: string }> = [
   { name: "0006_blob_store_and_video_api", sql: m0006 as unknown as string },
   { name: "0007_video_bytes_in_blob_store", sql: m0007 as unknown as string },
   { name: "0008_usage_cache_tokens", sql: m0008 as unknown as string },
-  { name: "0009_budgets_and_plans", sql: m0009 as unknown as string },
+  { name: "0009_video_jobs_route", sql: m0009 as unknown as string },
+  { name: "0010_video_bytes_for_previous_release", sql: m0010 as unknown as string },
+  { name: "0011_budgets_and_plans", sql: m0011 as unknown as string },
 ];
 
 export function splitStatements(sqlText: string): string[] {

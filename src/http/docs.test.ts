@@ -6,7 +6,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Browser } from "playwright-core";
 import { launchBrowser, see, watch } from "../../console/test/browser.ts";
-import { startTestServer, type TestServer } from "../../test/support/harness.ts";
+import { ADMIN_TOKEN, startTestServer, type TestServer } from "../../test/support/harness.ts";
+import { MAX_RESPONSE_DESCRIPTION } from "./openapi-tidy.ts";
 
 let s: TestServer;
 let spec: any;
@@ -73,6 +74,84 @@ describe("OpenAPI document", () => {
   });
 });
 
+describe("every documented parameter", () => {
+  /** a value the parameter's schema allows: its default or example, the first of its enum or pattern's alternatives, its minimum */
+  function sample(p: any): string {
+    const s = p.schema ?? {};
+    if (p.in === "header") return ({ range: "bytes=0-1", "if-range": '"x"', "if-none-match": '"x"' } as Record<string, string>)[String(p.name).toLowerCase()] ?? "x";
+    if (p.name === "from") return new Date(Date.now() - 3_600_000).toISOString();
+    if (p.name === "to") return new Date().toISOString();
+    if (s.default !== undefined) return String(s.default);
+    if (s.examples?.length) return String(s.examples[0]);
+    if (s.enum?.length) return String(s.enum[0]);
+    const alternatives = /^\^\(([^)]+)\)\$$/.exec(s.pattern ?? "");
+    if (alternatives) return alternatives[1]!.split("|")[0]!;
+    if (s.type === "integer" || s.type === "number") return String(s.minimum ?? 1);
+    if (s.type === "boolean") return "true";
+    return "x_walk";
+  }
+
+  test("is accepted: each one alone on its route gets no 400 naming it, and no 5xx", async () => {
+    const { key } = await s.newClient();
+    const refused: string[] = [];
+    let sent = 0;
+    for (const { route, op } of operations()) {
+      const [method, path] = route.split(" ") as [string, string];
+      const params: any[] = op.parameters ?? [];
+      const admin = (op.security ?? []).some((x: any) => "admin" in x) || path.startsWith("/admin") || path === "/metrics";
+      const url = (extra: string) => s.url + path.replace(/\{(\w+)\}/g, (_, n) => encodeURIComponent(sample({ in: "path", name: n, schema: {} }))) + extra;
+      for (const p of params.filter((x) => x.in !== "path")) {
+        const headers: Record<string, string> = { authorization: `Bearer ${admin ? ADMIN_TOKEN : key}` };
+        if (p.in === "header") headers[p.name] = sample(p);
+        const query = p.in === "query" ? `?${encodeURIComponent(p.name)}=${encodeURIComponent(sample(p))}` : "";
+        const body = ["POST", "PATCH", "PUT"].includes(method) ? "{}" : undefined;
+        if (body) headers["content-type"] = "application/json";
+        const res = await fetch(url(query), { method, headers, body });
+        sent++;
+        const err = res.status >= 400 ? ((await res.json().catch(() => null)) as any)?.error : (await res.arrayBuffer(), null);
+        if (res.status >= 500 || (res.status === 400 && (err?.param === p.name || String(err?.message).includes(`'${p.name}'`)))) refused.push(`${route} ${p.in} ${p.name}=${sample(p)}: ${res.status} ${err?.message}`);
+      }
+      // the path parameters: a well-formed id of nothing is a 404, never a 400 about the parameter
+      if (params.some((x) => x.in === "path") && method !== "HEAD") {
+        const res = await fetch(url(""), { method, headers: { authorization: `Bearer ${admin ? ADMIN_TOKEN : key}`, "content-type": "application/json" }, body: ["POST", "PATCH", "PUT"].includes(method) ? "{}" : undefined });
+        sent++;
+        const err = res.status >= 400 ? ((await res.json().catch(() => null)) as any)?.error : (await res.arrayBuffer(), null);
+        if (res.status >= 500 || (res.status === 400 && params.some((x) => x.in === "path" && err?.param === x.name))) refused.push(`${route} path: ${res.status} ${err?.message}`);
+      }
+    }
+    expect(sent).toBeGreaterThan(60);
+    expect(refused).toEqual([]);
+  });
+
+  test("GET /v1/responses/{id} documents no `stream`, and ?stream=true is a 400 that says replaying is not implemented", async () => {
+    expect((spec.paths["/v1/responses/{id}"].get.parameters ?? []).map((p: any) => p.name)).toEqual(["id"]);
+    const { key } = await s.newClient();
+    const res = await fetch(`${s.url}/v1/responses/resp_x?stream=true`, { headers: { authorization: `Bearer ${key}` } });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as any).error).toMatchObject({ param: "stream", code: "unsupported_parameter" });
+  });
+
+  test("no response description crowds the example panel: a long one is part of the operation's description", () => {
+    const long = operations().flatMap(({ route, op }) => Object.entries(op.responses ?? {}).filter(([, r]: [string, any]) => (r.description ?? "").length > MAX_RESPONSE_DESCRIPTION).map(([status]) => `${route} ${status}`));
+    expect(long).toEqual([]);
+    expect(spec.paths["/v1/responses"].post.description).toContain("**Answer (200).** With `stream: true`");
+    expect(spec.paths["/v1/responses/{id}"].get.description).not.toContain("With `stream: true`");
+  });
+});
+
+describe("usage records", () => {
+  test("every field of a usage record is described, in /docs and in docs/api.md's table, and only those", async () => {
+    const resolve = (x: any): any => (x?.$ref ? resolve(spec.components.schemas[x.$ref.split("/").pop()]) : x);
+    const item = resolve(resolve(spec.paths["/v1/usage"].get.responses[200].content["application/json"].schema).properties.data.items);
+    const fields = Object.keys(item.properties);
+    const described = (p: any): boolean => typeof p.description === "string" || (p.anyOf ?? []).some(described);
+    expect(fields.filter((f) => f !== "object" && !described(item.properties[f]))).toEqual([]);
+    const page = await Bun.file(new URL("../../docs/api.md", import.meta.url)).text();
+    const table = page.slice(page.indexOf("<!-- usage-fields"), page.indexOf("\n\n", page.indexOf("<!-- usage-fields")));
+    expect([...table.matchAll(/^\| `(\w+)` \|/gm)].map((m) => m[1])).toEqual(fields);
+  });
+});
+
 describe("what is not JSON", () => {
   test("the MP4 download is video/mp4 (binary) with its range headers; HEAD has the headers only", () => {
     const op = spec.paths["/v1/videos/generations/{id}/content"].get;
@@ -131,7 +210,7 @@ describe("docs UI", () => {
     const [a, b] = await Promise.all([fetch(`${s.url}/docs`).then((r) => r.text()), fetch(`${s.url}/docs/`).then((r) => r.text())]);
     expect(b).toBe(a);
     const config = JSON.parse(/data-configuration='([^']*)'/.exec(a)![1]!);
-    expect(config).toMatchObject({ url: "/docs/json", cdn: "/docs/assets/scalar.js", withDefaultFonts: false, agent: { disabled: true }, showDeveloperTools: "never", hideClientButton: true, hideTestRequestButton: true, telemetry: false });
+    expect(config).toMatchObject({ authentication: { preferredSecurityScheme: "bearer" }, url: "/docs/json", cdn: "/docs/assets/scalar.js", withDefaultFonts: false, agent: { disabled: true }, showDeveloperTools: "never", hideClientButton: true, hideTestRequestButton: true, telemetry: false });
     expect(a).not.toMatch(/https?:\/\/(?!localhost)/);
   });
 
@@ -151,6 +230,7 @@ describe("docs UI", () => {
           await page.goto(origin + path);
           await see(page.locator("body"), "Readiness", { timeout: 30_000 }); // an operation title from /docs/json
           await see(page.locator("body"), "Image-to-video jobs, OpenAI-compatible chat completions"); // the document's description
+          await see(page.locator("body"), /Selected Auth Type:\s*bearer/); // a client API key, not "No authentication"
           await page.getByText("chat", { exact: true }).first().click(); // open the chat group in the sidebar
           await see(page.locator("body"), "Create a chat completion");
           const text = await page.locator("body").innerText();

@@ -24,6 +24,8 @@ const SCALAR = {
   hideClientButton: true, // the API client and its "send through proxy.scalar.com" option
   hideTestRequestButton: true,
   telemetry: false,
+  // the client's API key is the scheme most routes take: selected, not "No authentication"
+  authentication: { preferredSecurityScheme: "bearer" },
 };
 
 /** `webhooks`: the OpenAPI 3.1 `webhooks` object (the events reelay POSTs; modules/webhooks/model.ts) */

@@ -27,7 +27,28 @@ export function tidyOpenApi<T>(doc: T, routes: RouteBody[] = []): T {
   const out = structuredClone(doc) as Json;
   restoreJsonBodies(out, routes);
   restoreDeclaredResponses(out, routes);
+  moveLongAnswerDescriptions(out);
   return tidy(out, false) as T;
+}
+
+/**
+ * A docs UI shows a response's description in the example panel, above the example: a paragraph
+ * there (a stream's events, ~500 characters) left a few lines of the example visible. Longer ones
+ * go to the end of the operation's description, where there is room; the response keeps a line.
+ */
+export const MAX_RESPONSE_DESCRIPTION = 160;
+
+function moveLongAnswerDescriptions(doc: Json): void {
+  for (const ops of Object.values(isObject(doc.paths) ? doc.paths : {})) {
+    for (const op of Object.values(isObject(ops) ? ops : {})) {
+      if (!isObject(op) || !isObject(op.responses)) continue;
+      for (const [status, res] of Object.entries(op.responses)) {
+        if (!isObject(res) || typeof res.description !== "string" || res.description.length <= MAX_RESPONSE_DESCRIPTION) continue;
+        op.description = `${typeof op.description === "string" ? op.description + "\n\n" : ""}**Answer (${status}).** ${res.description}`;
+        res.description = "See the answer described above.";
+      }
+    }
+  }
 }
 
 const operationOf = (doc: Json, r: RouteBody): Json | null => {

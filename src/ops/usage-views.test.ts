@@ -60,7 +60,7 @@ describe("admin usage views (HTTP and CLI)", () => {
     ]);
     expect((await get(`/admin/usage/top-accounts?${RANGE}&limit=1`)).data).toEqual([{ account_id: alpha, account_name: "alpha", ...alphaTotals }]);
     expect((await get(`/admin/usage/failing-upstreams?${RANGE}`)).data).toEqual([
-      { plugin: "openai-compatible", model: "m-chat", requests: 3, errors: 2, error_rate: 0.6667, error_codes: { upstream_error: 1, upstream_timeout: 1 }, last_error_at: "2025-03-01T05:00:00.000Z" },
+      { plugin: "openai-compatible", model: "m-chat", requests: 3, errors: 2, client_errors: 0, error_rate: 0.6667, error_codes: { upstream_error: 1, upstream_timeout: 1 }, last_error_at: "2025-03-01T05:00:00.000Z" },
     ]);
     // the default range is the last 24 hours: none of the seeded rows
     expect((await get("/admin/usage/accounts")).data).toEqual([]);

@@ -7,6 +7,7 @@
 import { sql } from "drizzle-orm";
 import { query, type Tx } from "../db/index.ts";
 import { badRequest } from "../errors.ts";
+import { CLIENT_ERROR, UPSTREAM_FAILED } from "../usage/outcome.ts";
 
 export interface TimeRange {
   from: Date;
@@ -76,19 +77,21 @@ export async function usageByModel(db: Tx, range: TimeRange, opts: { accountId?:
 }
 
 /**
- * Per plugin and model with at least one failure (status >= 500 or an error code), most failures
- * first. error_rate is failures / all requests of that plugin and model in the range.
+ * Per plugin and model with at least one failure of the model or its upstream (src/usage/outcome.ts:
+ * a client's own 4xx is not one), most failures first. error_rate is failures / all requests of
+ * that plugin and model in the range; client_errors counts the clients' own errors apart.
  */
 export async function failingUpstreams(db: Tx, range: TimeRange) {
   const rows = await query<Record<string, unknown>>(db, sql`
     WITH ranged AS (
-      SELECT u.plugin, u.model, (u.status >= 500 OR u.error_code IS NOT NULL) AS failed, u.error_code, u.status, u.created_at
+      SELECT plugin, model, ${UPSTREAM_FAILED} AS failed, ${CLIENT_ERROR} AS client_error, error_code, status, created_at
       FROM usage_records u
       WHERE u.created_at >= ${range.from.toISOString()} AND u.created_at < ${range.to.toISOString()}
     )
     SELECT coalesce(g.plugin, 'unknown') AS plugin, g.model,
            count(*) AS requests,
            count(*) FILTER (WHERE g.failed) AS errors,
+           count(*) FILTER (WHERE g.client_error) AS client_errors,
            max(g.created_at) FILTER (WHERE g.failed) AS last_error_at,
            (SELECT json_object_agg(c.code, c.n) FROM (
               SELECT coalesce(e.error_code, 'http_' || e.status) AS code, count(*) AS n FROM ranged e
@@ -107,6 +110,7 @@ export async function failingUpstreams(db: Tx, range: TimeRange) {
       model: String(r.model),
       requests,
       errors,
+      client_errors: Number(r.client_errors),
       error_rate: requests ? Math.round((errors / requests) * 10_000) / 10_000 : 0,
       error_codes: Object.fromEntries(Object.entries(codes as Record<string, unknown>).map(([k, v]) => [k, Number(v)])),
       last_error_at: r.last_error_at ? new Date(r.last_error_at as string).toISOString() : null,

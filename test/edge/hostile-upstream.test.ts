@@ -78,15 +78,31 @@ describe("answers and events past the caps are 502, the hold released", () => {
     console.log(`hostile upstream: 200 MB answer refused at the 16 MiB cap, RSS +${grew.toFixed(0)} MiB`);
   });
 
-  test("a 4 MiB single SSE event (cap 1 MiB)", async () => {
+  test("a 4 MiB single SSE event (cap 1 MiB) before any output: 502 upstream_malformed, nothing charged", async () => {
     const before = await settledMoney();
     e.fake.behave({ eventBytes: 4 * 1024 * 1024 });
     const r = await chat({ model: "chat-edge", messages, stream: true });
     // nothing was delivered yet, so the status can still say it
-    expect([502, 200]).toContain(r.status);
-    expect(r.text).toMatch(/upstream_malformed|exceeds|max/);
-    expect(r.text.length).toBeLessThan(10_000);
+    expect(r.status).toBe(502);
+    expect(JSON.parse(r.text).error).toMatchObject({ type: "upstream_error", code: "upstream_malformed" });
     const after = await settledMoney();
     expect([after.balance, after.held]).toEqual([before.balance, 0]);
+  });
+
+  test("the same event after output began: the stream ends with an SSE error event, the prompt and what was delivered charged", async () => {
+    const before = await settledMoney();
+    e.fake.behave({ eventBytes: 4 * 1024 * 1024, eventBytesAt: 2 });
+    const r = await chat({ model: "chat-edge", messages, stream: true, stream_options: { include_usage: true } });
+    expect(r.status).toBe(200); // the headers went out with the first event
+    const events = r.text.split("\n\n").filter((x) => x.startsWith("data: ")).map((x) => x.slice(6));
+    const content = events.filter((x) => x !== "[DONE]").map((x) => JSON.parse(x)).filter((x) => x.choices?.[0]?.delta?.content).map((x) => x.choices[0].delta.content);
+    expect(content).toEqual([" one", " two"]);
+    expect(JSON.parse(events.at(-1)!).error).toMatchObject({ code: "upstream_malformed" });
+    const after = await settledMoney();
+    expect(after.held).toBe(0);
+    const [row] = (await (await fetch(e.s.url + "/v1/usage?limit=1", { headers: { authorization: `Bearer ${e.key}` } })).json()).data;
+    expect(row).toMatchObject({ delivered_tokens: 2, completion_tokens: 2, status: 200 });
+    expect(before.balance - after.balance).toBe(row.cost);
+    expect(row.cost).toBeGreaterThan(0);
   });
 });

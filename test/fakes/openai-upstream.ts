@@ -88,8 +88,10 @@ export interface FakeBehaviour {
   echoAuthorization?: boolean;
   /** hostile: a non-streamed answer of about this many bytes (valid JSON, a huge content string), sent in 1 MiB writes */
   bodyBytes?: number;
-  /** hostile: streaming, the first content event carries about this many bytes, without a newline until its end */
+  /** hostile: streaming, the first content event (or the one `eventBytesAt` says) carries about this many bytes, without a newline until its end */
   eventBytes?: number;
+  /** with `eventBytes`: the index of the content event that is oversized (default 0: the first) */
+  eventBytesAt?: number;
   /** streaming: after this many content chunks send an OpenAI-style error event and end the response */
   errorEventAfterChunks?: number;
   /** this text as the answer's content instead of the counted words (cut at max tokens, and before the first of the request's `stop` strings, named in the choice's `stop_reason` as vLLM does) */
@@ -416,9 +418,9 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     for (let i = 0; i < n; i++) {
       if (i > 0 && !(await sleep(b.delayBetweenChunksMs))) return;
       const word = REPLY_WORDS[i % REPLY_WORDS.length];
-      if (i === 0 && b.eventBytes) {
+      if (i === (b.eventBytesAt ?? 0) && b.eventBytes) {
         // one event of ~eventBytes: its `data:` line is written in 1 MiB pieces, the newline last
-        const text = chunk([{ index: 0, delta: { role: "assistant", content: word }, logprobs: null, finish_reason: null }], 1);
+        const text = chunk([{ index: 0, delta: i === 0 ? { role: "assistant", content: word } : { content: word }, logprobs: null, finish_reason: null }], i + 1);
         const cut = text.indexOf(word) + word.length;
         const block = "x".repeat(1024 * 1024);
         if (!(await writeAll(res, `data: ${text.slice(0, cut)}`))) return;

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import postgres from "postgres";
-import { startTestServer, type TestServer } from "../support/harness.ts";
+import { ADMIN_TOKEN, startTestServer, type TestServer } from "../support/harness.ts";
 
 let s: TestServer;
 beforeAll(async () => {
@@ -33,6 +33,14 @@ describe("API key lifecycle", () => {
       expect(body.error.code).toBe("invalid_api_key");
       expect(body.error.type).toBe("authentication_error");
     }
+  });
+
+  test("the admin token sent to a /v1 route is told apart: 401 saying it is the admin token and which routes take it", async () => {
+    const res = await get("/v1/models", ADMIN_TOKEN);
+    expect(res.status).toBe(401);
+    const { error } = await res.json();
+    expect(error).toMatchObject({ type: "authentication_error", code: "invalid_api_key", param: null });
+    expect(error.message).toBe("This is the admin token (REELAY_ADMIN_TOKEN): it works on /admin/* (and /metrics, and the console's operator view), not on /v1/*. Send an API key (rl-…) here: create one with POST /admin/accounts/{id}/keys.");
   });
 
   test("rotate: the old key stops working, the new one works with the same settings", async () => {

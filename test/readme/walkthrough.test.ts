@@ -193,7 +193,10 @@ test("the tour and the docs' examples run as written against `npm start`, then t
   expect(Number(printed![3])).toBeGreaterThan(0);
   expect(Number(printed![3])).toBeLessThanOrEqual(40);
   const usage = (await (await fetch(`http://127.0.0.1:${port}/v1/usage`, { headers: { authorization: `Bearer ${key}` } })).json()) as { data: any[] };
-  expect(usage.data[0]).toMatchObject({ kind: "chat", model: "stories260k", prompt_tokens: Number(printed![2]), completion_tokens: Number(printed![3]), token_source: "local", status: 200 });
+  expect(usage.data[0]).toMatchObject({ kind: "chat", model: "stories260k", route: "/v1/chat/completions", prompt_tokens: Number(printed![2]), completion_tokens: Number(printed![3]), token_source: "local", status: 200 });
+  // every row carries the route its client called, the video job's too
+  expect(usage.data.filter((r) => !r.route).map((r) => r.kind)).toEqual([]);
+  expect(usage.data.find((r) => r.kind === "video")).toMatchObject({ route: "/v1/videos/generations", seconds: 5 });
 
   // stop the server (PGlite: one process at a time), then the CLI blocks on its data
   process.kill(serverPid, "SIGTERM");

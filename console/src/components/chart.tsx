@@ -26,6 +26,19 @@ export interface LineSeries {
 
 const AXIS = { stroke: "#8a93a6", grid: { stroke: "#8a93a622" }, ticks: { stroke: "#8a93a644" } };
 
+/**
+ * The y axis as wide as its longest label: a fixed 60 px cut "$0.0075" (an empty credits chart's
+ * scale) to "0.0075". uPlot asks again once the labels are known (cycle 2 keeps the size).
+ */
+function yAxisSize(u: uPlot, values: string[] | null, axisIdx: number, cycleNum: number): number {
+  const axis = u.axes[axisIdx]! as uPlot.Axis & { _size?: number; font: [string, number, number] | string[] };
+  if (cycleNum > 1 && axis._size) return axis._size;
+  const longest = (values ?? []).reduce((a, b) => (b.length > a.length ? b : a), "");
+  u.ctx.font = String(axis.font[0]);
+  const text = longest ? u.ctx.measureText(longest).width / (globalThis.devicePixelRatio || 1) : 0;
+  return Math.ceil(text + (axis.ticks?.size ?? 10) + (axis.gap ?? 5) + 6);
+}
+
 export function Chart(p: { title: string; timestamps: number[]; series: LineSeries[]; kind?: "lines" | "stacked"; format?: (v: number) => string; height?: number; max?: number; emptyMax?: number }) {
   const box = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
@@ -88,7 +101,7 @@ export function Chart(p: { title: string; timestamps: number[]; series: LineSeri
         // every measure is ≥ 0: the y axis starts at 0 and never collapses when all values are 0
         y: { range: (_u, _min, max) => [0, Math.min(p.max ?? Infinity, max > 0 ? max * 1.1 : (p.emptyMax ?? p.max ?? 1))] },
       },
-      axes: [AXIS, { ...AXIS, values: (_u, vals) => vals.map((v) => (v === null ? "" : fmt(v))), size: 60 }],
+      axes: [AXIS, { ...AXIS, values: (_u, vals) => vals.map((v) => (v === null ? "" : fmt(v))), size: yAxisSize }],
       series: [{}, ...series],
     };
     plot.current = new uPlot(opts, [ts, ...data] as uPlot.AlignedData, el);

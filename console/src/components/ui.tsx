@@ -51,7 +51,7 @@ export function Async<T>(p: { state: Loaded<T>; empty?: (d: T) => boolean; empty
 
 export const Badge = (p: { tone?: string; children: ComponentChildren }) => <span class={`badge ${p.tone ?? ""}`}>{p.children}</span>;
 
-export const statusTone = (s: string) => ({ completed: "ok", healthy: "ok", ready: "ok", failed: "bad", failing: "bad", expired: "muted", idle: "muted", degraded: "warn", processing: "info", queued: "info", loading: "info" })[s] ?? "";
+export const statusTone = (s: string) => ({ completed: "ok", healthy: "ok", ready: "ok", failed: "bad", failing: "bad", expired: "muted", idle: "muted", degraded: "warn", processing: "info", queued: "info", loading: "info", unloaded: "muted" })[s] ?? "";
 
 export function CopyButton(p: { text: string; label?: string }) {
   const [done, setDone] = useState<"" | "copied" | "failed">("");

@@ -66,9 +66,16 @@ function LimitsForm(p: { api: Api; acct: any; onDone(): void }) {
 
 function Ledger(p: { api: Api; id: string; refresh: number }) {
   const [cursors, setCursors] = useState<number[]>([]);
+  // holds and leases (amount 0, moved `held` only) outnumber the money rows of a busy account: hidden unless asked for
+  const [reservations, setReservations] = useState(false);
   const before = cursors.at(-1);
-  const page = useLoad((sig) => p.api.get(`/admin/accounts/${encodeURIComponent(p.id)}/ledger?limit=20${before ? `&before=${before}` : ""}`, sig), [p.id, before, p.refresh]);
+  const page = useLoad((sig) => p.api.get(`/admin/accounts/${encodeURIComponent(p.id)}/ledger?limit=20${reservations ? "" : "&reservations=false"}${before ? `&before=${before}` : ""}`, sig), [p.id, before, p.refresh, reservations]);
   return (
+    <>
+    <label class="check">
+      <input type="checkbox" name="ledger-reservations" checked={reservations} onChange={(e) => { setCursors([]); setReservations((e.target as HTMLInputElement).checked); }} />
+      Show holds and leases (credit reserved and given back: amount $0.00)
+    </label>
     <Async state={page} empty={(d: any) => d.data.length === 0} emptyText="No ledger entries.">
       {(d: any) => (
         <>
@@ -94,6 +101,7 @@ function Ledger(p: { api: Api; id: string; refresh: number }) {
         </>
       )}
     </Async>
+    </>
   );
 }
 

@@ -50,10 +50,15 @@ export function Models(p: { api: Api }) {
                     <td class="prices">
                       {[price(m.pricing.input_per_million, "/ 1M input tokens"), price(m.pricing.output_per_million, "/ 1M output tokens"), price(m.pricing.cached_input_per_million, "/ 1M cached input tokens"), price(m.pricing.cache_write_per_million, "/ 1M cache-write tokens"), price(m.pricing.per_second, "/ video second")].filter(Boolean).map((t) => <div>{t}</div>)}
                     </td>
-                    <td><Badge tone={statusTone(m.state)}>{m.state}</Badge></td>
+                    <td>
+                      <Badge tone={statusTone(m.state)}>{m.state}</Badge>
+                      {m.state === "unloaded" && <div class="small muted">loads on its first request</div>}
+                      {m.state_error && <div class="small muted">load failed: {m.state_error}</div>}
+                    </td>
                     <td>
                       <Badge tone={statusTone(m.health.status)}>{m.health.status}</Badge>{" "}
                       <span class="small">{fmtInt(m.health.requests)} requests, {fmtInt(m.health.errors)} failed{m.health.error_rate ? ` (${fmtPct(m.health.error_rate)})` : ""}</span>
+                      {m.health.client_errors > 0 && <div class="small muted">{fmtInt(m.health.client_errors)} client {m.health.client_errors === 1 ? "error" : "errors"} (the request's own fault: not held against the model)</div>}
                       {m.health.last_error_at && <div class="small muted">last failure {fmtTime(m.health.last_error_at)}{m.health.last_error_code ? ` · ${m.health.last_error_code}` : ""}</div>}
                       {deployments(m.id).length > 0 && <Deployments deployments={deployments(m.id)} />}
                     </td>

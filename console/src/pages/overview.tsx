@@ -35,8 +35,9 @@ export function Overview(p: { api: Api }) {
         <Stat label="Requests" value={t ? fmtCompact(t.requests) : "…"} hint={RANGES[range].label} />
         <Stat label="Tokens" value={t ? fmtCompact(t.tokens) : "…"} />
         <Stat label="Credits charged" value={t ? formatUsd(t.credits) : "…"} />
-        <Stat label="Error rate" value={t ? fmtPct(t.errorRate) : "…"} tone={t && (t.errorRate ?? 0) > 0.05 ? "bad" : undefined} />
-        <Stat label="Video queue" value={s ? `${s.video_queue.queued} queued · ${s.video_queue.processing} running` : "…"} hint={s ? `oldest job ${fmtAge(s.video_queue.oldest_job_age_seconds)}` : undefined} tone={s && (s.video_queue.oldest_job_age_seconds ?? 0) > 300 ? "warn" : undefined} />
+        <Stat label="Error rate" value={t ? fmtPct(t.errorRate) : "…"} hint="client errors not counted" tone={t && (t.errorRate ?? 0) > 0.05 ? "bad" : undefined} />
+        {/* one short figure per card: "0 queued · 0 running" as the value wrapped onto two lines */}
+        <Stat label="Video queue" value={s ? `${fmtInt(s.video_queue.queued)} queued` : "…"} hint={s ? `${fmtInt(s.video_queue.processing)} running · oldest job ${fmtAge(s.video_queue.oldest_job_age_seconds)}` : undefined} tone={s && (s.video_queue.oldest_job_age_seconds ?? 0) > 300 ? "warn" : undefined} />
         <Stat label="Open holds" value={s ? fmtInt(s.holds.open) : "…"} hint={s ? formatUsd(s.holds.amount) + " reserved" : undefined} />
       </div>
       <Card title="Usage over time">
@@ -46,13 +47,14 @@ export function Overview(p: { api: Api }) {
         <Async state={failing} empty={(d: any) => d.data.length === 0} emptyText="No failed requests in this range.">
           {(d: any) => (
             <Table label="Upstream failures">
-              <thead><tr><th>Plugin</th><th>Model</th><th class="num">Requests</th><th class="num">Failures</th><th class="num">Rate</th><th>Codes</th><th>Last failure</th></tr></thead>
+              <thead><tr><th>Plugin</th><th>Model</th><th class="num">Requests</th><th class="num">Failures</th><th class="num">Rate</th><th>Codes</th><th class="num">Client errors</th><th>Last failure</th></tr></thead>
               <tbody>
                 {d.data.map((f: any) => (
                   <tr>
                     <td>{f.plugin}</td><td>{f.model}</td><td class="num">{fmtInt(f.requests)}</td><td class="num">{fmtInt(f.errors)}</td>
                     <td class="num"><Badge tone={f.error_rate >= 0.5 ? "bad" : "warn"}>{fmtPct(f.error_rate)}</Badge></td>
                     <td>{Object.entries(f.error_codes).map(([c, n]) => `${c} × ${n}`).join(", ")}</td>
+                    <td class="num">{fmtInt(f.client_errors)}</td>
                     <td>{fmtTime(f.last_error_at)}</td>
                   </tr>
                 ))}

@@ -8,6 +8,7 @@ import { useAction, useLoad } from "../hooks.ts";
 import { formatUsd } from "../money.ts";
 import { go, useRoute } from "../router.ts";
 import { decodeEmbedding, similarityMatrix } from "../similarity.ts";
+import { sizeFor } from "../video-size.ts";
 
 type Tab = "chat" | "embeddings" | "video";
 
@@ -119,7 +120,13 @@ function Chat(p: { api: Api; models: any[] }) {
     <div class="playground-chat">
       <ModelSelect models={p.models} capability="chat" value={model} onChange={setModel} />
       <div class="chat-log" ref={log} role="log" aria-live="polite" aria-label="Conversation" tabIndex={0}>
-        {messages.length === 0 && <p class="muted">Ask something; the answer streams in as the model writes it.</p>}
+        {messages.length === 0 && (
+          // what the model is for, when it says (stories260k writes children's stories: "Ask something" would mislead)
+          <div class="muted" data-testid="chat-hint">
+            <p>{p.models.find((m) => m.id === model)?.description ?? "Ask something."}</p>
+            <p>The answer streams in as the model writes it.</p>
+          </div>
+        )}
         {messages.map((m, i) => (
           <div class={`msg ${m.role}`} data-testid={m.role === "assistant" ? "assistant-message" : undefined}>
             <span class="who">{m.role === "user" ? "You" : model}</span>
@@ -204,7 +211,14 @@ function Video(p: { api: Api; models: any[] }) {
     const file = (e.target as HTMLInputElement).files?.[0];
     if (!file) return setImage(null);
     const reader = new FileReader();
-    reader.onload = () => setImage({ name: file.name, dataUrl: String(reader.result) });
+    reader.onload = () => {
+      const dataUrl = String(reader.result);
+      setImage({ name: file.name, dataUrl });
+      // default to the photo's orientation (the size can still be changed)
+      const img = new Image();
+      img.onload = () => setSize(sizeFor(img.naturalWidth, img.naturalHeight));
+      img.src = dataUrl;
+    };
     reader.readAsDataURL(file);
   };
   const submit = useAction(async () => {

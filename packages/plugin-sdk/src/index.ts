@@ -19,7 +19,7 @@ export { PluginError, isPluginError, readPluginError, defaultRetryable, PLUGIN_E
 export { describeFailure, type ClientFailure, type ClientErrorType } from "./failure.ts";
 export { callUpstream, UpstreamResponse, DEFAULT_UPSTREAM_TIMEOUTS, DEFAULT_MAX_BODY_BYTES, type UpstreamRequest, type UpstreamOptions, type UpstreamTimeouts } from "./upstream.ts";
 export { parseErrorBody, upstreamHttpError, type ErrorBody } from "./error-body.ts";
-export { readSse, readMessagesSse, type SseOptions } from "./sse.ts";
+export { readSse, readMessagesSse, readJsonSse, type SseOptions } from "./sse.ts";
 export { readNdjson, type NdjsonOptions } from "./ndjson.ts";
 export { chatChunks, chunkEvent, usageOf, DONE_EVENT, type ChunkOptions } from "./chunks.ts";
 export { SafeFetchError, isSafeFetchError, downloadFailure, readBodyCapped, SAFE_FETCH_ERROR_BRAND, type SafeFetchOptions, type SafeFetchErrorCode } from "./safe-fetch.ts";

@@ -91,6 +91,35 @@ export async function* readMessagesSse(chunks: AsyncIterable<Uint8Array>, opts: 
   throw new PluginError("malformed", "upstream stream ended before any event");
 }
 
+/**
+ * Server-sent events whose `data:` payloads are JSON objects, with no end marker: the stream ends
+ * when the bytes end (Google's `streamGenerateContent?alt=sse`). Yields every event, its name when
+ * it has one; whether the end came too early is the caller's to judge (its last event says). Throws
+ * `malformed` for a payload that is not a JSON object or an event over maxEventBytes.
+ */
+export async function* readJsonSse(chunks: AsyncIterable<Uint8Array>, opts: SseOptions = {}): AsyncGenerator<{ event?: string; data: string; json: Record<string, unknown> }> {
+  const redact = opts.redact ?? ((t: string) => t);
+  const pending: EventSourceMessage[] = [];
+  let overflow: Error | undefined;
+  const parser = createParser({
+    maxBufferSize: opts.maxEventBytes ?? 1024 * 1024,
+    onEvent: (e) => pending.push(e),
+    onError: (e) => {
+      if (e.type === "max-buffer-size-exceeded") overflow = e;
+    },
+  });
+  const decoder = new TextDecoder();
+  for await (const chunk of chunks) {
+    parser.feed(decoder.decode(chunk, { stream: true }));
+    if (overflow) throw new PluginError("malformed", `upstream stream: ${overflow.message}`, { cause: overflow });
+    while (pending.length > 0) {
+      const e = pending.shift()!;
+      const data = redact(e.data);
+      yield { ...(e.event ? { event: e.event } : {}), data, json: parseChunk(data) as unknown as Record<string, unknown> };
+    }
+  }
+}
+
 function parseChunk(data: string): ChatCompletionChunk {
   let json: unknown;
   try {

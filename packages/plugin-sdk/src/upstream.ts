@@ -23,7 +23,7 @@ import type { PluginLogger } from "./capabilities.ts";
 import { upstreamHttpError } from "./error-body.ts";
 import { isPluginError, PluginError } from "./errors.ts";
 import { readNdjson } from "./ndjson.ts";
-import { readMessagesSse, readSse, type SseOptions } from "./sse.ts";
+import { readJsonSse, readMessagesSse, readSse, type SseOptions } from "./sse.ts";
 
 export interface UpstreamTimeouts {
   connectMs: number;
@@ -158,6 +158,11 @@ export class UpstreamResponse {
   /** Anthropic Messages server-sent events (named events, `message_stop` last), as MessagesStreamEvents. */
   messagesSse(opts: Omit<SseOptions, "redact"> = {}) {
     return readMessagesSse(this.chunks(), { ...opts, redact: this.d.redact });
+  }
+
+  /** Server-sent events of JSON objects without an end marker (Google's `alt=sse`): the stream ends with the body. */
+  jsonSse(opts: Omit<SseOptions, "redact"> = {}) {
+    return readJsonSse(this.chunks(), { ...opts, redact: this.d.redact });
   }
 
   /** Newline-delimited JSON (Ollama's streams): one parsed value per line. */

@@ -12,7 +12,7 @@ export const usageRecords = pgTable(
     /** request id ("req_…") or video job id ("vid_…") */
     ref: text("ref").notNull(),
     kind: text("kind", { enum: ["chat", "embeddings", "video"] }).notNull(),
-    /** the API route the client called ("/v1/chat/completions", "/v1/responses", "/v1/completions", "/v1/embeddings"); null for video jobs */
+    /** the API route the client called ("/v1/chat/completions", "/v1/responses", "/v1/messages", "/v1/completions", "/v1/embeddings", "/v1/videos/generations", "/v1/videos", "/v1/videos/{id}/remix"); null on rows written before it was recorded */
     route: text("route"),
     model: text("model").notNull(),
     /** every prompt token billed, the cached and cache-write ones included */

@@ -44,6 +44,15 @@ export const videoJobs = pgTable(
     height: integer("height").notNull(),
     /** the source image's type (null: the job has none); its bytes are the blob `videos/<id>/source`, deleted when the job ends */
     imageMime: text("image_mime").$type<ImageMime>(),
+    /**
+     * Expand/contract (docs/architecture.md): the previous release (222e0b0) keeps a job's source
+     * image and MP4 in these two columns; this release reads and writes only the blob store, and
+     * migration 0010's triggers copy Postgres-stored bytes between the two both ways, so an old and
+     * a new instance serve one database during a rolling upgrade. No code of this release reads
+     * them: the release after next drops them and the triggers.
+     */
+    legacyImage: bytea("image"),
+    legacyResult: bytea("result"),
     holdId: text("hold_id"),
     /** client's Idempotency-Key and a hash of the request body it came with */
     idempotencyKey: text("idempotency_key"),
@@ -80,6 +89,8 @@ export const videoJobs = pgTable(
     webhookUrl: text("webhook_url"),
     /** origin the job's links in webhooks and events point at: REELAY_PUBLIC_URL, else the submit request's */
     linksBase: text("links_base"),
+    /** the API route the job was submitted with ("/v1/videos/generations", "/v1/videos", "/v1/videos/{id}/remix"): its usage row's route */
+    route: text("route"),
   },
   (t) => [
     uniqueIndex("video_jobs_idempotency_uniq").on(t.accountId, t.idempotencyKey).where(sql`${t.idempotencyKey} IS NOT NULL`),

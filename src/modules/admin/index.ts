@@ -56,6 +56,22 @@ export const adminRoutes = (deps: AppDeps) => {
         response: { 201: AccountView, ...adminErrors },
       },
     )
+    .post(
+      "/backup",
+      async () => {
+        if (!deps.database.dump) throw badRequest("This server runs on PostgreSQL: back it up with pg_dump (`reelay backup <dir>` runs it), not through the server.", null, "backup_not_embedded");
+        const tarball = await deps.database.dump();
+        return new Response(tarball, { headers: { "content-type": "application/gzip", "content-disposition": `attachment; filename="reelay-pglite-${new Date().toISOString().replace(/[:.]/g, "-")}.tar.gz"` } });
+      },
+      {
+        detail: {
+          summary: "Back up the embedded database",
+          description: "A consistent copy of the embedded PGlite data directory as a gzipped tarball, taken while the server serves (requests wait for the copy). Unpack it into an empty directory and start reelay with REELAY_DATA_DIR pointing there to restore. `reelay backup <dir>` calls this. On PostgreSQL: 400 (use pg_dump). See docs/operations.md \"Backups\".",
+          security,
+        },
+        response: { 200: t.Any({ description: "application/gzip: the data directory's tarball" }), 400: ErrorEnvelope, 401: ErrorEnvelope, 403: ErrorEnvelope },
+      },
+    )
     .get("/accounts", async ({ query }) => ({ object: "list" as const, data: await views((tx) => accounts.listAccounts(tx, query.limit ?? 100, query.offset ?? 0, query.search || undefined)) }), {
       query: AccountsQuery,
       detail: { summary: "List accounts", security },
@@ -105,8 +121,12 @@ export const adminRoutes = (deps: AppDeps) => {
     .get("/accounts/:id/ledger", async ({ params, query }) => {
       await deps.billing.sync();
       await accounts.getAccount(db, params.id);
-      return listLedger(db, params.id, { limit: query.limit ?? 50, before: query.before });
-    }, { query: PageQuery, detail: { summary: "The account's ledger, newest first", security }, response: { 200: LedgerPage, ...adminErrors } })
+      return listLedger(db, params.id, { limit: query.limit ?? 50, before: query.before }, { reservations: query.reservations });
+    }, {
+      query: t.Object({ ...PageQuery.properties, reservations: t.Optional(t.Boolean({ description: "false: leave out the rows that only reserve credit or give it back (hold, release, lease, lease_return: amount 0, they move `held`); default true" })) }),
+      detail: { summary: "The account's ledger, newest first", security },
+      response: { 200: LedgerPage, ...adminErrors },
+    })
     .post(
       "/accounts/:id/keys",
       async ({ params, body, set }) => {

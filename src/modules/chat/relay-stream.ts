@@ -26,6 +26,10 @@ export async function streamChat(deps: AppDeps, call: ChatCall): Promise<Respons
   let relay: Relay | undefined;
   const onClientGone = () => (relay ? relay.clientGone() : upstream.abort(new DOMException("client disconnected", "AbortError")));
   call.signal.addEventListener("abort", onClientGone, { once: true });
+  // the server's drain timeout (src/lifecycle.ts): the stream ends with an error event, billed on what was delivered
+  const cutSignal = deps.lifecycle?.cutSignal;
+  const onCut = () => (relay ? relay.cut(cutSignal!.reason) : upstream.abort(cutSignal!.reason));
+  cutSignal?.addEventListener("abort", onCut, { once: true });
   let events: AsyncIterator<ChatStreamEvent>;
   let first: IteratorResult<ChatStreamEvent>;
   try {
@@ -37,9 +41,14 @@ export async function streamChat(deps: AppDeps, call: ChatCall): Promise<Respons
     });
   } catch (err) {
     call.signal.removeEventListener("abort", onClientGone);
+    cutSignal?.removeEventListener("abort", onCut);
     throw failChat(deps, call, p, err, call.signal.aborted);
   }
-  relay = new Relay(deps, call, p, events, first, upstream, () => call.signal.removeEventListener("abort", onClientGone));
+  relay = new Relay(deps, call, p, events, first, upstream, () => {
+    call.signal.removeEventListener("abort", onClientGone);
+    cutSignal?.removeEventListener("abort", onCut);
+  });
+  if (cutSignal?.aborted) relay.cut(cutSignal.reason);
   return new Response(relay.body, {
     headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", "x-accel-buffering": "no", ...p.headers },
   });
@@ -58,6 +67,8 @@ class Relay {
   private gone = false;
   private pulling = false;
   private ended = false;
+  /** the server's drain timeout ended the stream (the error it ends with) */
+  private cutBy: unknown = null;
 
   constructor(
     private readonly deps: AppDeps,
@@ -101,6 +112,14 @@ class Relay {
     if (!this.pulling) void this.end(this.controller, { kind: "disconnected" });
   }
 
+  /** The server is shutting down and its drain timeout passed: end with `reason` as an error event. */
+  cut(reason: unknown): void {
+    if (this.ended || this.gone || this.cutBy) return;
+    this.cutBy = reason;
+    this.upstream.abort(reason);
+    if (!this.pulling) void this.end(this.controller, { kind: "failed", err: reason });
+  }
+
   /** Write the next relayed event (skipping events the client did not ask for), or end the stream. */
   private async pull(controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> {
     while (!this.ended) {
@@ -109,9 +128,10 @@ class Relay {
         next = this.pending ?? (await this.events.next());
         this.pending = null;
       } catch (err) {
-        return this.end(controller, this.gone || this.call.signal.aborted ? { kind: "disconnected" } : { kind: "failed", err });
+        return this.end(controller, this.gone || this.call.signal.aborted ? { kind: "disconnected" } : { kind: "failed", err: this.cutBy ?? err });
       }
       if (this.gone) return this.end(controller, { kind: "disconnected" });
+      if (this.cutBy) return this.end(controller, { kind: "failed", err: this.cutBy });
       if (next.done || next.value.data === "[DONE]") return this.end(controller, { kind: "done" });
       const out = this.relayable(next.value);
       if (out === null) continue;

@@ -48,11 +48,12 @@ export const consoleApiRoutes = (deps: AppDeps) => {
       "/models",
       async () => {
         const health = await modelHealth(db, HEALTH_WINDOW_MS);
+        // the load state /readyz reports, from the same loaders: the two never disagree
+        const loads = new Map(deps.registry.statuses().map((s) => [s.id, s]));
         return {
           object: "list" as const,
           data: deps.registry.list().map((m) => {
-            const h = health.get(m.id) ?? { requests: 0, errors: 0, last_error_at: null, last_error_code: null };
-            const state = (m as { state?: unknown }).state;
+            const h = health.get(m.id) ?? { requests: 0, errors: 0, client_errors: 0, last_error_at: null, last_error_code: null };
             return {
               id: m.id,
               object: "model" as const,
@@ -65,7 +66,8 @@ export const consoleApiRoutes = (deps: AppDeps) => {
               },
               max_output_tokens: m.maxOutputTokens ?? null,
               context_length: m.contextLength ?? null,
-              state: typeof state === "string" ? state : "ready",
+              state: loads.get(m.id)?.state ?? "ready",
+              state_error: loads.get(m.id)?.error ?? null,
               health: { window_seconds: HEALTH_WINDOW_MS / 1000, ...h, error_rate: h.requests ? Math.round((h.errors / h.requests) * 10_000) / 10_000 : null, status: healthStatus(h.requests, h.errors) },
             };
           }),

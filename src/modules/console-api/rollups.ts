@@ -14,6 +14,7 @@
 import { sql } from "drizzle-orm";
 import { query, type Db, type Tx } from "../../db/index.ts";
 import { LATENCY_BINS, latencyBinSql } from "./latency-histogram.ts";
+import { UPSTREAM_FAILED } from "../../usage/outcome.ts";
 
 export const ROLLUP_MS = 5 * 60_000;
 const SETTLE_LAG_MS = 2 * 60_000;
@@ -55,7 +56,7 @@ export async function refreshRollups(db: Db, now = new Date()): Promise<number |
         tx,
         sql`
         WITH src AS (
-          SELECT id, model, kind, prompt_tokens, completion_tokens, seconds, cost, (status >= 500 OR error_code IS NOT NULL) AS failed,
+          SELECT id, model, kind, prompt_tokens, completion_tokens, seconds, cost, ${UPSTREAM_FAILED} AS failed,
                  ${latencyBinSql()} AS lb,
                  to_timestamp(floor(extract(epoch FROM created_at) / ${ROLLUP_MS / 1000}) * ${ROLLUP_MS / 1000}) AS b
           FROM usage_records

@@ -2,6 +2,7 @@
 import { sql } from "drizzle-orm";
 import { query, type Tx } from "../../db/index.ts";
 import { ACTIVE_VIDEO_JOB_STATUSES, statusIn } from "../../db/schema/index.ts";
+import { CLIENT_ERROR, UPSTREAM_FAILED } from "../../usage/outcome.ts";
 
 export async function currentStats(tx: Tx) {
   const [r] = await query<Record<string, any>>(tx, sql`
@@ -26,17 +27,19 @@ export async function currentStats(tx: Tx) {
   };
 }
 
-/** Per model over the last `windowMs`: requests, failures (status >= 500 or an error code), last failure. */
+/** Per model over the last `windowMs`: requests, failures of the model or its upstream, the last one, and the clients' own errors apart (src/usage/outcome.ts). */
 export async function modelHealth(tx: Tx, windowMs: number) {
   const since = new Date(Date.now() - windowMs).toISOString();
   const rows = await query<Record<string, any>>(tx, sql`
-    SELECT model, count(*) AS requests, count(*) FILTER (WHERE status >= 500 OR error_code IS NOT NULL) AS errors,
-           max(created_at) FILTER (WHERE status >= 500 OR error_code IS NOT NULL) AS last_error_at,
-           (array_agg(error_code ORDER BY created_at DESC) FILTER (WHERE error_code IS NOT NULL))[1] AS last_error_code
+    SELECT model, count(*) AS requests, count(*) FILTER (WHERE ${UPSTREAM_FAILED}) AS errors,
+           count(*) FILTER (WHERE ${CLIENT_ERROR}) AS client_errors,
+           max(created_at) FILTER (WHERE ${UPSTREAM_FAILED}) AS last_error_at,
+           (array_agg(coalesce(error_code, 'http_' || status) ORDER BY created_at DESC) FILTER (WHERE ${UPSTREAM_FAILED}))[1] AS last_error_code
     FROM usage_records WHERE created_at >= ${since} GROUP BY model`);
   return new Map(rows.map((r) => [String(r.model), {
     requests: Number(r.requests),
     errors: Number(r.errors),
+    client_errors: Number(r.client_errors),
     last_error_at: r.last_error_at ? new Date(r.last_error_at).toISOString() : null,
     last_error_code: r.last_error_code ?? null,
   }]));

@@ -9,6 +9,7 @@ import { query, type Db, type Tx } from "../../db/index.ts";
 import { badRequest } from "../../errors.ts";
 import { LATENCY_BINS, latencyBinSql, percentile } from "./latency-histogram.ts";
 import { readRollupState, refreshRollups, ROLLUP_MS } from "./rollups.ts";
+import { UPSTREAM_FAILED } from "../../usage/outcome.ts";
 
 export const BUCKETS = { "1m": 60_000, "5m": 300_000, "15m": 900_000, "1h": 3_600_000, "6h": 21_600_000, "1d": 86_400_000 } as const;
 export type BucketName = keyof typeof BUCKETS;
@@ -89,7 +90,7 @@ function rawPart(range: { from: number; step: number }, lo: number, hi: number, 
   return sql`
     SELECT floor((extract(epoch FROM created_at) * 1000 - ${range.from}) / ${range.step})::int AS b, model, ${latencyBinSql()} AS lb,
            count(*) AS n, coalesce(sum(prompt_tokens), 0) AS pt, coalesce(sum(completion_tokens), 0) AS ct, coalesce(sum(seconds), 0) AS s,
-           coalesce(sum(cost), 0) AS c, count(*) FILTER (WHERE status >= 500 OR error_code IS NOT NULL) AS e
+           coalesce(sum(cost), 0) AS c, count(*) FILTER (WHERE ${UPSTREAM_FAILED}) AS e
     FROM usage_records
     WHERE ((${where}) ${extra})
       ${q.accountId ? sql`AND account_id = ${q.accountId}` : sql``}

@@ -33,6 +33,11 @@ export const healthRoutes = (deps: AppDeps, extraChecks: ReadinessCheck[] = []) 
       "/readyz",
       async ({ set }) => {
         const checks: Array<{ name: string; ok: boolean; detail?: string; degraded?: boolean }> = [];
+        // shutting down: out of the load balancer at once, whatever else holds
+        if (deps.lifecycle?.draining) {
+          set.status = 503;
+          return { status: "not_ready" as const, checks: [{ name: "shutdown", ok: false, detail: "draining: the server is shutting down" }], models: deps.registry.statuses() };
+        }
         try {
           await deps.database.db.execute(sql`SELECT 1`);
           const pending = await pendingMigrations(deps.database.db);

@@ -48,6 +48,7 @@ export async function readCreateRequest(deps: Pick<AppDeps, "config">, body: unk
     imageField: { param: "input_reference", hint: IMAGE_HINT },
     fingerprint: ["v1/videos", model, prompt, negativePrompt ?? null, imageId, seed ?? null, steps ?? null, webhookUrl ?? null],
     defaults: { seconds: DEFAULT_SECONDS, size: DEFAULT_SIZE },
+    route: "/v1/videos",
   };
 }
 

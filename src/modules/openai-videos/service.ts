@@ -74,5 +74,6 @@ export async function remixVideo(deps: AppDeps, principal: Principal, id: string
     imageField: { param: "video_id", hint: "a video that still has its source image" },
     fingerprint: ["remix", id, prompt],
     defaults: { seconds: job.seconds, size: `${job.width}x${job.height}` },
+    route: "/v1/videos/{id}/remix",
   }, idempotencyKey, origin);
 }

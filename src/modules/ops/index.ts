@@ -54,7 +54,8 @@ const FailingUpstream = t.Object({
   plugin: t.String(),
   model: t.String(),
   requests: t.Integer(),
-  errors: t.Integer(),
+  errors: t.Integer({ description: "failures of the model or its upstream: 5xx, an upstream 429, an answer that broke off" }),
+  client_errors: t.Integer({ description: "the clients' own errors (other 4xx), counted apart: not held against the upstream" }),
   error_rate: t.Number({ description: "errors / requests, 0..1" }),
   error_codes: t.Record(t.String(), t.Integer()),
   last_error_at: t.Nullable(t.String()),
@@ -113,7 +114,7 @@ export const usageRoutes = (deps: AppDeps) => {
       },
       {
         query: t.Object(Range),
-        detail: { summary: "Errors per plugin and model", description: "Plugins/models with failed requests (status >= 500 or an error code) over a time range, with error rate", security },
+        detail: { summary: "Errors per plugin and model", description: "Plugins/models whose model or upstream failed (5xx, an upstream 429, an answer that broke off; a client's own 4xx is not a failure, counted apart as client_errors) over a time range, with error rate", security },
         response: { 200: list(FailingUpstream), ...errors },
       },
     );

@@ -45,14 +45,17 @@ export const responsesRoutes = (deps: AppDeps, seal = reasoningSeal(deps.config)
     .get(
       "/responses/:id",
       ({ params, principal, query }) => {
-        if (query.stream === true) throw badRequest("'stream': a stored response cannot be replayed as events; read it without stream.", "stream", "unsupported_parameter");
+        // OpenAI's `stream=true` replays a stored response as events; not implemented, so not a documented parameter
+        const { stream } = query as Record<string, string | undefined>;
+        if (stream !== undefined && stream !== "false") throw badRequest("'stream': a stored response cannot be replayed as events; read it without stream.", "stream", "unsupported_parameter");
         return readResponse(deps, principal, params.id);
       },
       {
         params: ResponseIdParams,
-        query: t.Object({ stream: t.Optional(t.Boolean()) }, { additionalProperties: true }),
-        detail: { summary: "Retrieve a response", description: `A stored response, as POST /v1/responses returned it (404 for an unknown, deleted, expired or another account's response). ${STORAGE}`, security: [{ bearer: [] }] },
-        response: { 200: ResponseObject, 400: ErrorEnvelope, 404: ErrorEnvelope, ...authErrors },
+        query: t.Object({}, { additionalProperties: t.String() }),
+        detail: { summary: "Retrieve a response", description: `A stored response, as POST /v1/responses returned it (404 for an unknown, deleted, expired or another account's response). Replaying it as events (OpenAI's \`?stream=true\`) is not implemented: a 400. ${STORAGE}`, security: [{ bearer: [] }] },
+        // the response object without what POST says of streams: this route never streams
+        response: { 200: { ...ResponseObject, description: "The stored response, as it was answered." }, 400: ErrorEnvelope, 404: ErrorEnvelope, ...authErrors },
       },
     )
     .delete("/responses/:id", ({ params, principal }) => removeResponse(deps, principal, params.id), {

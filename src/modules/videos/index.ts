@@ -68,6 +68,7 @@ function generationSubmission(deps: AppDeps, body: SubmitBody): VideoSubmission 
     imageField: { param: "image", hint: "'image' (base64 or data URL) or 'image_url'" },
     fingerprint: [body.model, body.prompt, body.negative_prompt ?? null, body.image ?? null, body.image_url ?? null, body.seed ?? null, body.steps ?? null, ...(body.webhook_url === undefined ? [] : [body.webhook_url])],
     defaults: { seconds: DEFAULT_SECONDS, size: DEFAULT_SIZE },
+    route: "/v1/videos/generations",
   };
 }
 

@@ -50,6 +50,8 @@ export interface VideoSubmission {
   defaults: { seconds: number; size: string };
   /** the job this one remixes */
   remixedFrom?: string;
+  /** the API route called, recorded on the job and so on its usage row */
+  route: string;
 }
 
 export interface SubmitResult {
@@ -110,7 +112,7 @@ export async function submitVideo(deps: AppDeps, principal: Principal, sub: Vide
       const { holdId, priceBasis } = await openJobCharge(tx, { accountId: principal.accountId, jobId: id, model: model.id, seconds, size, pricing, budget });
       const createdAt = await insertJob(tx, {
         id, accountId: principal.accountId, keyId: principal.keyId, model: model.id, prompt: sub.prompt, negativePrompt: sub.negativePrompt ?? null,
-        seed, steps: sub.steps ?? null, seconds, width, height, imageMime: image.mime, blobStore: store.name, priceBasis, remixedFrom: sub.remixedFrom ?? null,
+        seed, steps: sub.steps ?? null, seconds, width, height, imageMime: image.mime, blobStore: store.name, priceBasis, remixedFrom: sub.remixedFrom ?? null, route: sub.route,
         holdId, idempotencyKey, requestHash, webhookUrl, linksBase: deps.config.publicUrl ?? origin,
       });
       // another key of the same account won the race for this Idempotency-Key: undo our hold

@@ -29,7 +29,7 @@ function allowedFrom(to: VideoJobStatus): VideoJobStatus[] {
 }
 
 /** What a transition returns of the moved job: its view (for the event it is) and what billing needs. */
-const MOVED_COLUMNS = [...VIEW_COLUMNS, "accountId", "keyId", "holdId", "pluginHandle", "webhookUrl", "linksBase", "priceBasis", "blobStore"] as const;
+const MOVED_COLUMNS = [...VIEW_COLUMNS, "accountId", "keyId", "holdId", "pluginHandle", "webhookUrl", "linksBase", "priceBasis", "blobStore", "route"] as const;
 export type MovedJob = Pick<VideoJobRow, (typeof MOVED_COLUMNS)[number]>;
 export interface Transitioned {
   from: VideoJobStatus;
@@ -161,5 +161,5 @@ export async function failJob(deps: Pick<AppDeps, "database" | "telemetry" | "co
 }
 
 function chargeOf(deps: Pick<AppDeps, "telemetry">, job: MovedJob, plugin: string | null): JobCharge {
-  return jobCharge(deps, { holdId: job.holdId, jobId: job.id, accountId: job.accountId, keyId: job.keyId, model: job.model, seconds: job.seconds, priceBasis: job.priceBasis, plugin, createdAt: job.createdAt });
+  return jobCharge(deps, { holdId: job.holdId, jobId: job.id, accountId: job.accountId, keyId: job.keyId, model: job.model, seconds: job.seconds, priceBasis: job.priceBasis, route: job.route, plugin, createdAt: job.createdAt });
 }

@@ -1,0 +1,146 @@
+#!/usr/bin/env bun
+/**
+ * `npm test`: every test file, in several `bun test` processes at once, then one summary.
+ *
+ * One `bun test` process runs its files one after another; most of a file's time is spent waiting
+ * (servers starting, Postgres, a spawned CLI, a browser), so on the 2-core CI box three processes
+ * finish the suite in well under half the time of one. Files are dealt to the shards by their
+ * measured duration (test/timings.json, written by `--record`), longest first, each to the shard
+ * with the least work so far; a file without a figure counts DEFAULT_SECONDS. Every file stays
+ * whole in one process (a file's tests share its beforeAll), and files never depended on running
+ * in one process: each makes its own databases, ports and temp directories.
+ *
+ *   bun scripts/run-tests.ts                 all files, REELAY_TEST_SHARDS (default 3) at once
+ *   bun scripts/run-tests.ts path/ file.ts   only those (directories or files)
+ *   bun scripts/run-tests.ts --record        also rewrite test/timings.json from this run
+ *
+ * Each shard's output is printed whole when it ends (interleaved lines from three processes are
+ * unreadable); the last lines are bun's own totals (` N pass`, ` N fail`) summed over the shards,
+ * which is what .ci/run reads.
+ */
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join, relative } from "node:path";
+
+const ROOT = join(import.meta.dir, "..");
+const TIMINGS = join(ROOT, "test", "timings.json");
+const DEFAULT_SECONDS = 10;
+const TIMEOUT_MS = "60000";
+
+const args = process.argv.slice(2);
+const record = args.includes("--record");
+const only = args.filter((a) => !a.startsWith("--"));
+const shardCount = Math.max(1, Number(process.env.REELAY_TEST_SHARDS ?? 3) || 3);
+
+function testFiles(): string[] {
+  const glob = new Bun.Glob("**/*.{test,spec}.{ts,tsx}");
+  const files: string[] = [];
+  for (const f of glob.scanSync({ cwd: ROOT, dot: false })) {
+    if (/(^|\/)(node_modules|dist|test-output)\//.test(f)) continue;
+    if (only.length && !only.some((o) => f === relative(ROOT, join(ROOT, o)) || f.startsWith(relative(ROOT, join(ROOT, o)).replace(/\/?$/, "/")))) continue;
+    files.push(f);
+  }
+  return files.sort();
+}
+
+function readTimings(): Record<string, number> {
+  try {
+    return JSON.parse(readFileSync(TIMINGS, "utf8"));
+  } catch {
+    return {};
+  }
+}
+
+/** Longest file first, each to the shard with the least seconds so far. */
+function deal(files: string[], timings: Record<string, number>, n: number): string[][] {
+  const shards = Array.from({ length: n }, () => ({ files: [] as string[], seconds: 0 }));
+  const weight = (f: string) => timings[f] ?? DEFAULT_SECONDS;
+  for (const f of [...files].sort((a, b) => weight(b) - weight(a))) {
+    const s = shards.reduce((a, b) => (b.seconds < a.seconds ? b : a));
+    s.files.push(f);
+    s.seconds += weight(f);
+  }
+  return shards.filter((s) => s.files.length > 0).map((s) => s.files);
+}
+
+interface ShardResult {
+  index: number;
+  code: number;
+  output: string;
+  pass: number;
+  fail: number;
+  expects: number;
+  tests: number;
+  seconds: number;
+}
+
+async function runShard(index: number, files: string[]): Promise<ShardResult> {
+  const started = performance.now();
+  const proc = Bun.spawn(["bun", "test", "--timeout", TIMEOUT_MS, ...files.map((f) => "./" + f)], {
+    cwd: ROOT, stdout: "pipe", stderr: "pipe", env: process.env,
+  });
+  // bun test writes results to stderr; keep both, in the order each stream produced them
+  const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+  const code = await proc.exited;
+  const output = out + err;
+  const count = (re: RegExp) => Number(output.match(re)?.[1] ?? 0);
+  return {
+    index, code, output,
+    pass: count(/^\s*(\d+) pass$/m),
+    fail: count(/^\s*(\d+) fail$/m),
+    expects: count(/^\s*(\d+) expect\(\) calls$/m),
+    tests: count(/^Ran (\d+) tests?/m),
+    seconds: (performance.now() - started) / 1000,
+  };
+}
+
+/** Seconds per file, from bun's own per-test durations under each `path:` header. */
+function fileDurations(output: string): Record<string, number> {
+  const out: Record<string, number> = {};
+  let file: string | null = null;
+  for (const line of output.split("\n")) {
+    const header = /^(\S+\.(?:test|spec)\.tsx?):$/.exec(line);
+    if (header) {
+      file = header[1]!.replace(/^\.\//, "");
+      out[file] ??= 0;
+      continue;
+    }
+    const t = /^\((?:pass|fail)\) .* \[([\d.]+)(ms|s)\]$/.exec(line);
+    if (file && t) out[file]! += Number(t[1]) / (t[2] === "ms" ? 1000 : 1);
+  }
+  return out;
+}
+
+const files = testFiles();
+if (files.length === 0) {
+  console.error(`no test files match ${only.join(" ")}`);
+  process.exit(1);
+}
+const timings = readTimings();
+const shards = deal(files, timings, shardCount);
+console.log(`${files.length} test files in ${shards.length} shard(s): ${shards.map((s, i) => `#${i + 1} ${s.length} files, ~${Math.round(s.reduce((n, f) => n + (timings[f] ?? DEFAULT_SECONDS), 0))} s`).join("; ")}`);
+
+const results: ShardResult[] = [];
+await Promise.all(shards.map(async (s, i) => {
+  const r = await runShard(i, s);
+  results.push(r);
+  console.log(`\n==== shard ${i + 1}/${shards.length}: ${r.pass} pass, ${r.fail} fail, exit ${r.code}, ${r.seconds.toFixed(0)} s ====`);
+  console.log(r.output.trimEnd());
+}));
+
+if (record && !only.length) {
+  const measured = Object.assign({}, ...results.map((r) => fileDurations(r.output)));
+  const rounded = Object.fromEntries(Object.entries(measured).sort(([a], [b]) => a.localeCompare(b)).map(([f, s]) => [f, Math.round(s as number * 10) / 10]));
+  writeFileSync(TIMINGS, JSON.stringify(rounded, null, 1) + "\n");
+  console.log(`\ntimings of ${Object.keys(rounded).length} files written to ${relative(ROOT, TIMINGS)}`);
+}
+
+const sum = (k: "pass" | "fail" | "expects" | "tests") => results.reduce((n, r) => n + r[k], 0);
+const failed = results.flatMap((r) => r.output.split("\n").filter((l) => l.startsWith("(fail)")));
+// a shard that died without bun's totals (a crash, a preload refusing to start) is a failure too
+const broken = results.filter((r) => r.code !== 0 && r.fail === 0);
+console.log("\n==== all shards ====");
+for (const r of [...results].sort((a, b) => a.index - b.index)) console.log(`shard ${r.index + 1}: ${r.pass} pass, ${r.fail} fail, exit ${r.code}, ${r.seconds.toFixed(0)} s`);
+if (failed.length) console.log(`\n${failed.length} failed:\n${[...new Set(failed)].join("\n")}`);
+for (const r of broken) console.log(`\nshard ${r.index + 1} exited ${r.code} without a failing test: see its output above`);
+console.log(`\n ${sum("pass")} pass\n ${sum("fail") + broken.length} fail\n ${sum("expects")} expect() calls\nRan ${sum("tests")} tests across ${files.length} files.`);
+process.exit(failed.length || broken.length || results.some((r) => r.code !== 0) ? 1 : 0);
