@@ -297,7 +297,8 @@ export function describeWindowProperties(name: string, open: () => Promise<Billi
         { numRuns: opts.numRuns },
       );
       console.log(`budget windows on ${name}, ${opts.numRuns} runs: ${JSON.stringify(seen)}`);
-      for (const [k, n] of Object.entries(seen)) expect({ [k]: n > 0 }).toEqual({ [k]: true });
+      // (shortfalls — usage above the worst case past what a window had left — show up in most runs, not all: counted, not required)
+      for (const [k, n] of Object.entries(seen)) if (k !== "shortfalls") expect({ [k]: n > 0 }).toEqual({ [k]: true });
     }, 600_000);
   });
 }

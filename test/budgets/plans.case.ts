@@ -73,13 +73,13 @@ export function describePlans(name: string, pglite: boolean) {
         const final = async () => (routes.usage(server.url, c.key)).then((u) => u.some((r: any) => r.ref === job.id));
         for (let i = 0; i < 300 && !(await final()); i++) await Bun.sleep(50);
         const usage = await routes.usage(server.url, c.key);
-        expect(usage.map((u: any) => u.route ?? u.kind).sort()).toEqual(["/v1/chat/completions", "/v1/chat/completions", "/v1/chat/completions", "/v1/embeddings", "/v1/messages", "/v1/responses", "video"]);
+        expect(usage.map((u: any) => u.route).sort()).toEqual(["/v1/chat/completions", "/v1/chat/completions", "/v1/chat/completions", "/v1/embeddings", "/v1/messages", "/v1/responses", "/v1/videos/generations"]);
         let total = 0;
         for (const u of usage) {
           const r = u.model === "chat-b" ? { input: rates.chatB, output: CHAT.output } : u.model === "chat" ? { input: rates.chat, output: CHAT.output } : u.model === "embed" ? { input: EMBED_PER_MILLION } : { perSecond: rates.video };
           const over = u.model === "chat-b" ? overridden.chatB : u.model === "video" ? overridden.video : [];
           const want = expected({ prompt: u.prompt_tokens, completion: u.completion_tokens, seconds: u.seconds }, r, bp, [...over]);
-          expect({ plan, route: u.route ?? u.kind, model: u.model, cost: u.cost, planOnRow: u.plan }).toEqual({ plan, route: u.route ?? u.kind, model: u.model, cost: want, planOnRow: plan });
+          expect({ plan, route: u.route, model: u.model, cost: u.cost, planOnRow: u.plan }).toEqual({ plan, route: u.route, model: u.model, cost: want, planOnRow: plan });
           expect(u.pricing).toMatchObject({ adjustmentBp: bp, overridden: [...over] });
           expect(u.prompt_tokens ?? u.seconds).toBeGreaterThan(0);
           total += u.cost;
