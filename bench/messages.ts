@@ -5,8 +5,10 @@
  * Bun.serve + fetch proxy, and one reelay (`bun src/main.ts serve`: real Postgres, auth, limits,
  * exact billing with usage rows, request logs at info level, metrics; the in-process limiter). The
  * same request — "Name three colours.", max_tokens 16, one model on that upstream — is sent as
- * POST /v1/chat/completions and as POST /v1/messages (x-api-key), in the same run, alternating
- * rows so that the machine's mood affects both alike:
+ * POST /v1/chat/completions and as POST /v1/messages (x-api-key, bridged through chat), and the
+ * Messages request once more to `bench-claude`, an anthropic-plugin model on a fast fake Anthropic
+ * API giving the same answer (passed through natively, no translation), in the same run,
+ * alternating rows so that the machine's mood affects all alike:
  *  - non-streamed req/s, p50 / p99 at BENCH_CONNS (default 32) connections, 32 accounts
  *    round-robin, and CPU per request of the reelay process (utime + stime from /proc);
  *  - streamed time to first byte at a steady BENCH_STREAM_RATE streams a second (open loop, default
@@ -21,7 +23,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createTestDatabase, dropDatabase, freePort } from "../test/support/harness.ts";
-import { BODY, MESSAGES_BODY } from "./lib/chat-roles.ts";
+import { BODY, MESSAGES_BODY, NATIVE_BODY } from "./lib/chat-roles.ts";
 import { cpuMs } from "./lib/proc-cpu.ts";
 import { haveWrk, table } from "./lib/wrk.ts";
 
@@ -33,20 +35,22 @@ const rounds = Number(process.env.BENCH_ROUNDS ?? 2);
 const STREAM_RATE = Number(process.env.BENCH_STREAM_RATE ?? 200);
 const ADMIN = "bench-admin-token-0123456789";
 
-type Api = "chat" | "messages" | "proxy" | "direct";
+type Api = "chat" | "messages" | "native" | "proxy" | "direct";
+const REELAY_APIS = ["chat", "messages", "native"] as const;
+const LABEL: Record<(typeof REELAY_APIS)[number], string> = { chat: "reelay /v1/chat/completions", messages: "reelay /v1/messages (bridged)", native: "reelay /v1/messages (native)" };
 interface Load { rps: number; p50: number; p99: number; errors: number; cpuUsPerReq: number }
 interface Server { url: string; pid: number; stop(): Promise<void> }
 
-const PATH: Record<Api, string> = { chat: "/v1/chat/completions", messages: "/v1/messages", proxy: "/v1/chat/completions", direct: "/v1/chat/completions" };
+const PATH: Record<Api, string> = { chat: "/v1/chat/completions", messages: "/v1/messages", native: "/v1/messages", proxy: "/v1/chat/completions", direct: "/v1/chat/completions" };
 
 /** wrk at `connections`, the key of each request taken round-robin from `keys`; CPU of `pid` around it. */
 async function load(api: Api, url: string, pid: number, connections: number, secs: number, keys: string[]): Promise<Load> {
   const dir = mkdtempSync(join(tmpdir(), "wrk-messages-"));
   const script = join(dir, "keys.lua");
-  const header = api === "messages" ? `["x-api-key"] = keys[(i % #keys) + 1], ["anthropic-version"] = "2023-06-01"` : `["authorization"] = "Bearer " .. keys[(i % #keys) + 1]`;
+  const header = api === "messages" || api === "native" ? `["x-api-key"] = keys[(i % #keys) + 1], ["anthropic-version"] = "2023-06-01"` : `["authorization"] = "Bearer " .. keys[(i % #keys) + 1]`;
   writeFileSync(script, `local keys = {${keys.map((k) => JSON.stringify(k)).join(",")}}
 local i = 0
-local body = ${JSON.stringify(api === "messages" ? MESSAGES_BODY : BODY)}
+local body = ${JSON.stringify(api === "messages" ? MESSAGES_BODY : api === "native" ? NATIVE_BODY : BODY)}
 request = function()
   i = i + 1
   return wrk.format("POST", nil, { ["content-type"] = "application/json", ${header} }, body)
@@ -107,7 +111,7 @@ async function createKeys(url: string, n: number): Promise<string[]> {
 async function ttfb(api: Api, url: string, pid: number, keys: string[], rate?: number) {
   const cpu0 = cpuMs(pid);
   const secs = String(Math.max(2, Math.round(seconds / 2)));
-  const kind = api === "messages" ? "messages" : "chat";
+  const kind = api === "messages" || api === "native" ? api : "chat";
   const p = Bun.spawn(["bun", ROLES, ...(rate ? ["ttfb-rate", url + PATH[api], keys.join(","), String(rate), secs, kind] : ["ttfb", url + PATH[api], keys.join(","), "32", secs, kind])], { stdout: "pipe", stderr: "inherit" });
   const out = await new Response(p.stdout).text();
   if ((await p.exited) !== 0) throw new Error(`ttfb run against ${url} failed`);
@@ -115,11 +119,13 @@ async function ttfb(api: Api, url: string, pid: number, keys: string[], rate?: n
   return { ...r, cpuUsPerStream: ((cpuMs(pid) - cpu0) * 1000) / r.n };
 }
 
-/** A sanity check before measuring: both routes answer 200 with the same text. */
+/** A sanity check before measuring: the three answer 200 with the same text. */
 async function check(url: string, key: string) {
   const chat = (await (await fetch(url + PATH.chat, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: BODY })).json()) as any;
-  const msg = (await (await fetch(url + PATH.messages, { method: "POST", headers: { "x-api-key": key, "content-type": "application/json" }, body: MESSAGES_BODY })).json()) as any;
-  if (chat.choices?.[0]?.message?.content !== msg.content?.[0]?.text) throw new Error(`the routes disagree: ${JSON.stringify(chat)} vs ${JSON.stringify(msg)}`);
+  for (const body of [MESSAGES_BODY, NATIVE_BODY]) {
+    const msg = (await (await fetch(url + PATH.messages, { method: "POST", headers: { "x-api-key": key, "content-type": "application/json" }, body })).json()) as any;
+    if (chat.choices?.[0]?.message?.content !== msg.content?.[0]?.text) throw new Error(`the routes disagree: ${JSON.stringify(chat)} vs ${JSON.stringify(msg)}`);
+  }
 }
 
 const pct = (x: number) => `${x.toFixed(0)}%`;
@@ -135,8 +141,14 @@ async function main() {
     started.push(up);
     const px = await spawnRole(["proxy", String(freePort()), up.url]);
     started.push(px);
+    const claude = await spawnRole(["anthropic-upstream", String(freePort())]);
+    started.push(claude);
     const modelsFile = join(dir, "models.json");
-    writeFileSync(modelsFile, JSON.stringify({ builtins: false, models: [{ id: "bench-chat", plugin: "openai-compatible", options: { baseUrl: up.url + "/v1", upstreamModel: "bench-upstream" }, pricing: { inputPerMillion: 150_000, outputPerMillion: 600_000 }, maxOutputTokens: 256 }] }));
+    const pricing = { inputPerMillion: 150_000, outputPerMillion: 600_000 };
+    writeFileSync(modelsFile, JSON.stringify({ builtins: false, models: [
+      { id: "bench-chat", plugin: "openai-compatible", options: { baseUrl: up.url + "/v1", upstreamModel: "bench-upstream" }, pricing, maxOutputTokens: 256 },
+      { id: "bench-claude", plugin: "anthropic", options: { baseUrl: claude.url, upstreamModel: "bench-claude-up" }, pricing, maxOutputTokens: 256 },
+    ] }));
     const reelay = await spawnReelay({ DATABASE_URL: databaseUrl, REELAY_MODELS_FILE: modelsFile });
     started.push(reelay);
     const keys = await createKeys(reelay.url, 32);
@@ -159,7 +171,7 @@ async function main() {
         best[`${api}@${c}`] = await load(api, target(api).url, target(api).pid, c, seconds, keys);
       }
       for (let r = 0; r < rounds; r++) {
-        for (const api of ["chat", "messages"] as const) {
+        for (const api of REELAY_APIS) {
           if (r === 0) await warmUp(api, c);
           const l = await load(api, reelay.url, reelay.pid, c, seconds, keys);
           const prev = best[`${api}@${c}`];
@@ -171,20 +183,20 @@ async function main() {
     for (const mode of [`${STREAM_RATE}/s`, "32 concurrent"] as const) {
       const rate = mode === "32 concurrent" ? undefined : STREAM_RATE;
       streams[`direct@${mode}`] = await ttfb("direct", up.url, up.pid, keys, rate);
-      for (const api of ["chat", "messages"] as const) streams[`${api}@${mode}`] = await ttfb(api, reelay.url, reelay.pid, keys, rate);
+      for (const api of REELAY_APIS) streams[`${api}@${mode}`] = await ttfb(api, reelay.url, reelay.pid, keys, rate);
     }
 
     const rows: Array<Array<string | number>> = [];
     for (const c of conns) {
-      for (const api of ["direct", "proxy", "chat", "messages"] as const) {
+      for (const api of ["direct", "proxy", ...REELAY_APIS] as const) {
         const l = best[`${api}@${c}`]!;
-        const name = api === "direct" ? "direct (upstream)" : api === "proxy" ? "minimal Bun proxy" : `reelay ${PATH[api]}`;
-        const reelayRow = api === "chat" || api === "messages";
+        const name = api === "direct" ? "direct (upstream)" : api === "proxy" ? "minimal Bun proxy" : LABEL[api];
+        const reelayRow = api !== "direct" && api !== "proxy";
         const proxy = best[`proxy@${c}`]!;
         rows.push([
           c, name, Math.round(l.rps), l.p50, l.p99, l.errors, reelayRow ? Math.round(l.cpuUsPerReq) : "",
           reelayRow ? plus(l.p50 - best[`direct@${c}`]!.p50) : "", reelayRow ? pct((100 * l.rps) / proxy.rps) : "",
-          api === "messages" ? `${(l.cpuUsPerReq / best[`chat@${c}`]!.cpuUsPerReq).toFixed(2)}×` : "",
+          api === "messages" || api === "native" ? `${(l.cpuUsPerReq / best[`chat@${c}`]!.cpuUsPerReq).toFixed(2)}×` : "",
         ]);
       }
     }
@@ -194,23 +206,25 @@ async function main() {
     const streamRows: Array<Array<string | number>> = [];
     for (const mode of [`${STREAM_RATE}/s`, "32 concurrent"]) {
       const d = streams[`direct@${mode}`]!;
-      for (const api of ["direct", "chat", "messages"] as const) {
+      for (const api of ["direct", ...REELAY_APIS] as const) {
         const s = streams[`${api}@${mode}`]!;
-        streamRows.push([api === "direct" ? "direct (upstream)" : `reelay ${PATH[api]}`, mode, s.n, s.p50, s.p99, api === "direct" ? "" : plus(s.p50 - d.p50),
-          api === "messages" ? plus(s.p50 - streams[`chat@${mode}`]!.p50) : "", mode === "32 concurrent" && api !== "direct" ? Math.round(s.cpuUsPerStream) : ""]);
+        streamRows.push([api === "direct" ? "direct (upstream)" : LABEL[api], mode, s.n, s.p50, s.p99, api === "direct" ? "" : plus(s.p50 - d.p50),
+          api === "messages" || api === "native" ? plus(s.p50 - streams[`chat@${mode}`]!.p50) : "", mode === "32 concurrent" && api !== "direct" ? Math.round(s.cpuUsPerStream) : ""]);
       }
     }
     console.log(`\nstreamed: time to first byte (a Bun client process). "${STREAM_RATE}/s" starts streams at a steady rate (open loop): the first byte of a server\nthat is not saturated; "32 concurrent" is a closed loop.\n`);
     console.log(table(["target", "load", "streams", "p50 ms", "p99 ms", "added p50 ms (vs direct)", "added p50 ms (vs chat)", "CPU µs/stream"], streamRows));
 
     const c = conns[0]!;
-    const chat = best[`chat@${c}`]!, msg = best[`messages@${c}`]!, proxy = best[`proxy@${c}`]!;
+    const chat = best[`chat@${c}`]!, msg = best[`messages@${c}`]!, native = best[`native@${c}`]!, proxy = best[`proxy@${c}`]!;
     const rate = `${STREAM_RATE}/s`;
     const addedVsChat = streams[`messages@${rate}`]!.p50 - streams[`chat@${rate}`]!.p50;
     const addedVsDirect = streams[`messages@${rate}`]!.p50 - streams[`direct@${rate}`]!.p50;
     const targets = [
       ["Messages CPU per request ÷ chat's", "≤ 1.15", (msg.cpuUsPerReq / chat.cpuUsPerReq).toFixed(2), msg.cpuUsPerReq <= 1.15 * chat.cpuUsPerReq],
       [`Messages req/s ÷ chat's, ${c} conns`, "(reported)", pct((100 * msg.rps) / chat.rps), null],
+      ["native Messages CPU per request ÷ chat's / ÷ bridged Messages'", "(reported)", `${(native.cpuUsPerReq / chat.cpuUsPerReq).toFixed(2)} / ${(native.cpuUsPerReq / msg.cpuUsPerReq).toFixed(2)}`, null],
+      [`native Messages stream first byte added p50 at ${rate}, vs chat`, "(reported)", `${plus(streams[`native@${rate}`]!.p50 - streams[`chat@${rate}`]!.p50)} ms`, null],
       [`Messages stream first byte added p50 at ${rate}, vs chat / vs direct`, "≤ 2 ms", `${plus(addedVsChat)} / ${plus(addedVsDirect)} ms`, addedVsChat <= 2],
       [`chat req/s ÷ minimal proxy's, ${c} conns`, "≥ 0.40", (chat.rps / proxy.rps).toFixed(2), chat.rps >= 0.4 * proxy.rps],
     ] as const;

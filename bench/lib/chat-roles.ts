@@ -1,11 +1,13 @@
 /**
  * The processes bench/chat-proxy.ts starts next to reelay, one role each:
  *   bun bench/lib/chat-roles.ts upstream <port>           a fast fake OpenAI-compatible upstream
+ *   bun bench/lib/chat-roles.ts anthropic-upstream <port> a fast fake Anthropic Messages API (the same answer)
  *   bun bench/lib/chat-roles.ts proxy <port> <target>     the minimal Bun.serve + fetch proxy
  *   bun bench/lib/chat-roles.ts ttfb <url> <keys> <n> <s> [api] n loops of streamed requests, prints TTFB
  *   bun bench/lib/chat-roles.ts ttfb-rate <url> <keys> <r> <s> [api] r streams a second (open loop), prints TTFB
  * (api: `chat`, the default, streams BODY's chat request; `messages` the same request in Anthropic's
- * Messages API, key in x-api-key, for bench/messages.ts)
+ * Messages API, key in x-api-key, for bench/messages.ts; `native` that request for the model served
+ * by the anthropic plugin, passed through natively)
  * upstream and proxy print "ready" once listening.
  */
 export const messages = [{ role: "user", content: "Name three colours." }];
@@ -14,11 +16,14 @@ export const STREAM_BODY = JSON.stringify({ model: "bench-chat", messages, max_t
 /** the same request in Anthropic's Messages API (bench/messages.ts) */
 export const MESSAGES_BODY = JSON.stringify({ model: "bench-chat", messages, max_tokens: 16 });
 export const MESSAGES_STREAM_BODY = JSON.stringify({ model: "bench-chat", messages, max_tokens: 16, stream: true });
-type Api = "chat" | "messages";
+/** the same Messages request for `bench-claude`, an anthropic-plugin model: passed through natively */
+export const NATIVE_BODY = JSON.stringify({ model: "bench-claude", messages, max_tokens: 16 });
+export const NATIVE_STREAM_BODY = JSON.stringify({ model: "bench-claude", messages, max_tokens: 16, stream: true });
+type Api = "chat" | "messages" | "native";
 const streamRequest = (api: Api, key: string): { headers: Record<string, string>; body: string } =>
-  api === "messages"
-    ? { headers: { "content-type": "application/json", "x-api-key": key, "anthropic-version": "2023-06-01" }, body: MESSAGES_STREAM_BODY }
-    : { headers: { "content-type": "application/json", authorization: `Bearer ${key}` }, body: STREAM_BODY };
+  api === "chat"
+    ? { headers: { "content-type": "application/json", authorization: `Bearer ${key}` }, body: STREAM_BODY }
+    : { headers: { "content-type": "application/json", "x-api-key": key, "anthropic-version": "2023-06-01" }, body: api === "native" ? NATIVE_STREAM_BODY : MESSAGES_STREAM_BODY };
 
 if (import.meta.main) {
   // exit (rather than die) on a signal, so `bun --cpu-prof` writes the role's profile
@@ -26,6 +31,7 @@ if (import.meta.main) {
   const [role, a, b, c, d, e] = process.argv.slice(2);
   const api = (e ?? "chat") as Api;
   if (role === "upstream") upstream(Number(a));
+  else if (role === "anthropic-upstream") anthropicUpstream(Number(a));
   else if (role === "proxy") proxy(Number(a), b!);
   else if (role === "ttfb") await ttfb(a!, b!, Number(c), Number(d), api);
   else if (role === "ttfb-rate") await ttfbAtRate(a!, b!, Number(c), Number(d), api);
@@ -52,6 +58,30 @@ function upstream(port: number) {
     async fetch(req) {
       const body = (await req.json()) as { stream?: boolean };
       if (!body.stream) return new Response(completion, { headers: { "content-type": "application/json" } });
+      return new Response(new ReadableStream({ start(ctl) { ctl.enqueue(first); ctl.enqueue(tail); ctl.close(); } }), { headers: { "content-type": "text/event-stream" } });
+    },
+  });
+  console.log("ready");
+}
+
+/** The same answer as Anthropic's Messages API: a fixed message, or its events with the first word first, the rest at once. */
+function anthropicUpstream(port: number) {
+  const usage = { input_tokens: 12, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 6 };
+  const message = { id: "msg_bench", type: "message", role: "assistant", model: "bench-claude-up", content: [{ type: "text", text: "Red, green and blue." }], stop_reason: "end_turn", stop_sequence: null, usage };
+  const json = JSON.stringify(message);
+  const ev = (type: string, fields: object) => `event: ${type}\ndata: ${JSON.stringify({ type, ...fields })}\n\n`;
+  const words = ["Red", ",", " green", " and", " blue", "."];
+  const delta = (w: string) => ev("content_block_delta", { index: 0, delta: { type: "text_delta", text: w } });
+  const enc = new TextEncoder();
+  const first = enc.encode(ev("message_start", { message: { ...message, content: [], stop_reason: null, usage: { ...usage, output_tokens: 1 } } }) + ev("ping", {}) +
+    ev("content_block_start", { index: 0, content_block: { type: "text", text: "" } }) + delta(words[0]!));
+  const tail = enc.encode(words.slice(1).map(delta).join("") + ev("content_block_stop", { index: 0 }) +
+    ev("message_delta", { delta: { stop_reason: "end_turn", stop_sequence: null }, usage: { output_tokens: 6 } }) + ev("message_stop", {}));
+  Bun.serve({
+    port, hostname: "127.0.0.1",
+    async fetch(req) {
+      const body = (await req.json()) as { stream?: boolean };
+      if (!body.stream) return new Response(json, { headers: { "content-type": "application/json" } });
       return new Response(new ReadableStream({ start(ctl) { ctl.enqueue(first); ctl.enqueue(tail); ctl.close(); } }), { headers: { "content-type": "text/event-stream" } });
     },
   });

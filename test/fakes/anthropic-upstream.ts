@@ -24,7 +24,8 @@
  * `request-id` header. Bodies are validated as the real API does where a translator can get it
  * wrong: max_tokens required, messages non-empty and starting with a user turn, no empty text
  * blocks, every tool_use answered by a tool_result in the next message and every tool_result
- * answering one, a thinking budget of ≥ 1024 and below max_tokens.
+ * answering one, a thinking budget of ≥ 1024 and below max_tokens; `system` turns in `messages`
+ * only with the `mid-conversation-system-…` beta (Claude Code sends them).
  *
  * The answer. Text: `text` if set, else N = min(max_tokens, tokens ?? 16) words of REPLY_WORDS
  * (each one cl100k token); cut at max_tokens (stop_reason "max_tokens") and before the first of
@@ -210,7 +211,7 @@ export async function startFakeAnthropic(opts: { port?: number; apiKey?: string;
     if (req.method !== "POST" || (url.pathname !== "/v1/messages" && url.pathname !== "/v1/messages/count_tokens")) return fail(404, `Not found: ${req.method} ${url.pathname}`);
     if (badJson) return fail(400, "There was an issue with your request body: it is not valid JSON");
     const counting = url.pathname === "/v1/messages/count_tokens";
-    const problem = invalid(body, counting);
+    const problem = invalid(body, counting, (headers["anthropic-beta"] ?? "").split(",").map((b) => b.trim()));
     if (problem) return fail(400, problem);
     if (counting) {
       rec.completed = true;
@@ -270,7 +271,7 @@ export async function startFakeAnthropic(opts: { port?: number; apiKey?: string;
 }
 
 /** What the real API refuses with 400 where a translator could go wrong; null when the body is fine. */
-function invalid(body: any, counting: boolean): string | null {
+function invalid(body: any, counting: boolean, betas: string[]): string | null {
   if (typeof body !== "object" || body === null) return "body: Input should be an object";
   if (typeof body.model !== "string" || !body.model) return "model: Field required";
   if (!counting && (!Number.isInteger(body.max_tokens) || body.max_tokens < 1)) return "max_tokens: Field required (an integer ≥ 1)";
@@ -283,7 +284,10 @@ function invalid(body: any, counting: boolean): string | null {
   }
   if (body.messages[0]?.role !== "user") return "messages: first message must use the \"user\" role";
   let pending: string[] = [];
+  // Claude Code's beta: `system` turns in the conversation (they answer no tool_use and need no answer)
+  const systemTurns = betas.some((b) => b.startsWith("mid-conversation-system-"));
   for (const [i, m] of body.messages.entries()) {
+    if (m?.role === "system" && systemTurns && (typeof m.content === "string" || Array.isArray(m.content))) continue;
     if (m?.role !== "user" && m?.role !== "assistant") return `messages.${i}.role: Input should be 'user' or 'assistant'`;
     const blocks = typeof m.content === "string" ? [{ type: "text", text: m.content }] : Array.isArray(m.content) ? m.content : null;
     if (!blocks) return `messages.${i}.content: Input should be a valid string or a list of content blocks`;

@@ -105,7 +105,7 @@ export interface MessagesCallOptions extends CallOptions {
 }
 
 export interface MessagesResult {
-  /** the answer as the client gets it; reelay sets `model` to its own id and makes `usage` say what was billed */
+  /** the answer as the client gets it; reelay sets `model` to the name the client asked for (a fallback's id when one served) and makes `usage` say what was billed */
   message: AnthropicMessage;
   /**
    * The upstream's usage report exactly as received (Anthropic's shape: `input_tokens`,

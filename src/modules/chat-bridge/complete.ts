@@ -11,15 +11,25 @@
 import type { ApiError } from "../../errors.ts";
 import type { AppDeps } from "../../deps.ts";
 import type { ChatResult as PluginChatResult } from "../../plugin-sdk/index.ts";
-import { countTextTokens } from "../../text/tokens.ts";
-import { reportedUsage } from "../chat/close-request.ts";
-import { completionText, failChat, finishChat, prepareChat, withFallbacks, type ChatCall, type PreparedChat } from "../chat/service.ts";
+import { reportedUsage, type ClosedRequest } from "../chat/close-request.ts";
+import { completionText, failChat, finishAnswer, finishChat, prepareChat, withFallbacks, type ChatCall, type PipelineCall, type PreparedChat } from "../chat/service.ts";
 
-/** What a request was charged for (credible counts; micro-dollars). */
+/** What a request was charged for (credible counts; micro-dollars), as its usage row says. */
 export interface BilledChat {
+  /** every prompt token billed, cache reads and writes included */
   promptTokens: number;
   completionTokens: number;
+  /** of promptTokens: read from the upstream's prompt cache, billed at the model's cache-read price */
+  cachedTokens: number;
+  /** of promptTokens: written to the upstream's prompt cache, billed at its cache-write price */
+  cacheWriteTokens: number;
   cost: number;
+}
+
+/** The counts of a closed request (nothing billed yet without one). */
+export function billedChat(closed?: ClosedRequest): BilledChat {
+  if (!closed) return { promptTokens: 0, completionTokens: 0, cachedTokens: 0, cacheWriteTokens: 0, cost: 0 };
+  return { promptTokens: closed.promptTokens, completionTokens: closed.completionTokens, cachedTokens: closed.cachedTokens, cacheWriteTokens: closed.cacheWriteTokens, cost: closed.cost };
 }
 
 export interface ChatResult {
@@ -62,24 +72,16 @@ export async function completeViaChat(deps: AppDeps, calls: ChatCall[]): Promise
     });
     throw first!;
   }
-  const results = settled.map((s, i) => {
-    const call = calls[i]!;
-    const p = prepared[i]!;
-    const value = (s as PromiseFulfilledResult<PluginChatResult>).value;
-    const completion: any = value.completion;
-    // as chat: the plugin's own usage (checked by the host), else the upstream's report it relayed
-    const usage = value.usage ?? value.upstreamUsage;
-    deps.telemetry.upstream({ plugin: p.model.plugin, model: p.model.id, ms: performance.now() - call.startedAt, outcome: "ok" });
-    let counted: number | null = null;
-    const billed = finishChat(call, p, {
-      status: 200, charge: true,
-      reported: reportedUsage(usage),
-      local: { prompt: p.promptEstimate, completion: () => (counted ??= countTextTokens(completionText(completion))) },
-      deliveredTokens: null, disconnected: false, errorCode: null,
-    });
-    if (completion && typeof completion === "object") completion.model = p.model.id;
-    const upstreamUsage = (completion?.usage ?? usage) as Record<string, any> | undefined;
-    return { completion, billed: { promptTokens: billed.promptTokens, completionTokens: billed.completionTokens, cost: billed.cost }, upstreamUsage };
-  });
+  const results = settled.map((s, i) => finishCompletion(deps, calls[i]!, prepared[i]!, (s as PromiseFulfilledResult<PluginChatResult>).value));
   return { results, headers: prepared.at(-1)!.headers };
+}
+
+/** A chat completion is in: settle it as chat does (the plugin's own usage, checked by the host, else the upstream's report it relayed), `model` reelay's id. */
+export function finishCompletion(deps: AppDeps, call: PipelineCall, p: PreparedChat<unknown>, value: PluginChatResult): ChatResult {
+  const completion: any = value.completion;
+  const usage = value.usage ?? value.upstreamUsage;
+  const billed = finishAnswer(deps, call, p, reportedUsage(usage), () => completionText(completion));
+  if (completion && typeof completion === "object") completion.model = p.model.id;
+  const upstreamUsage = (completion?.usage ?? usage) as Record<string, any> | undefined;
+  return { completion, billed: billedChat(billed), upstreamUsage };
 }

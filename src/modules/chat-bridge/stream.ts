@@ -7,15 +7,15 @@
  * was handed to this client's socket, exactly as for /v1/chat/completions. A client that goes away
  * cancels this stream, which cancels the chat stream, which aborts the upstream request.
  *
- * The chat stream reports the billed usage through `call.note` before it sends its last event
- * (`[DONE]`, or the error event of a stream that broke), so the closing events carry the counts the
- * account was actually charged.
+ * The chat stream reports what it billed (`call.billed`) before it sends its last event (`[DONE]`,
+ * or the error event of a stream that broke), so the closing events carry the counts the account
+ * was actually charged, cache reads and writes included.
  */
 import { createParser, type EventSourceMessage } from "eventsource-parser";
 import type { AppDeps } from "../../deps.ts";
 import { streamChat } from "../chat/relay-stream.ts";
-import type { ChatCall } from "../chat/service.ts";
-import type { BilledChat } from "./complete.ts";
+import type { ChatCall, PipelineCall } from "../chat/service.ts";
+import { billedChat, type BilledChat } from "./complete.ts";
 
 /** The OpenAI error envelope's inner object, as the chat stream sends it mid-stream. */
 export interface StreamError {
@@ -39,16 +39,24 @@ export interface ChatStreamRewriter {
 const encoder = new TextEncoder();
 
 export async function streamViaChat(deps: AppDeps, call: ChatCall, rewriter: ChatStreamRewriter): Promise<Response> {
-  const billed: BilledChat = { promptTokens: 0, completionTokens: 0, cost: 0 };
-  const chat = await streamChat(deps, {
+  const billed = billedChat();
+  const chat = await streamChat(deps, billingInto(call, billed));
+  return rewriteChatStream(deps, call.requestId, chat, rewriter, billed);
+}
+
+/** The call, with what it is billed copied into `billed` as the chat stream closes (before its last event). */
+export function billingInto<C extends PipelineCall>(call: C, billed: BilledChat): C {
+  return {
     ...call,
-    note(facts) {
-      call.note(facts);
-      if (facts.promptTokens !== undefined) billed.promptTokens = facts.promptTokens;
-      if (facts.completionTokens !== undefined) billed.completionTokens = facts.completionTokens;
-      if (facts.cost !== undefined) billed.cost = facts.cost;
+    billed(closed) {
+      call.billed?.(closed);
+      Object.assign(billed, billedChat(closed));
     },
-  });
+  };
+}
+
+/** A chat stream's response (relay-stream.ts) rewritten event by event into the client's format; `billed` is filled in by billingInto before the last event. */
+export function rewriteChatStream(deps: AppDeps, requestId: string, chat: Response, rewriter: ChatStreamRewriter, billed: BilledChat): Response {
   const reader = chat.body!.getReader();
   const decoder = new TextDecoder();
   const events: EventSourceMessage[] = [];
@@ -123,7 +131,7 @@ export async function streamViaChat(deps: AppDeps, call: ChatCall, rewriter: Cha
           stop();
           if (cancelled) return;
           // a bug in a rewriter: stop the chat stream too (its upstream is aborted, delivered tokens billed)
-          deps.logger.error({ err, requestId: call.requestId }, "stream rewrite failed");
+          deps.logger.error({ err, requestId }, "stream rewrite failed");
           await reader.cancel(err).catch(() => {});
           controller.error(err);
         }

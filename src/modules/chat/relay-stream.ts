@@ -8,43 +8,84 @@
  * The stream is pull-based with highWaterMark 0: an event is read from the upstream only when the
  * client side asks for one, so "enqueued" means "handed to the socket", and a disconnect (cancel)
  * aborts the upstream request at once.
+ *
+ * The relay itself (relayStream) knows no wire format: what an event delivers, what usage it
+ * reports and how a stream is closed come from a RelayFormat — chat's here (ChatFormat), the
+ * Anthropic Messages events of a plugin that speaks them natively in modules/messages/.
  */
 import type { AppDeps } from "../../deps.ts";
+import type { ApiError } from "../../errors.ts";
 import type { ChatStreamEvent } from "../../plugin-sdk/index.ts";
+import type { ClosedRequest, ReportedUsage } from "./close-request.ts";
 import { DeliveryCount } from "./delivery-count.ts";
-import { failChat, finishChat, prepareChat, withFallbacks, type ChatCall, type PreparedChat } from "./service.ts";
+import type { ChatCompletionRequest } from "./model.ts";
+import { failChat, finishChat, prepareChat, withFallbacks, type ChatCall, type PipelineCall, type PreparedChat } from "./service.ts";
 import { clientErrorFrom, pluginErrorKind } from "../../http/plugin-errors.ts";
 
 const encoder = new TextEncoder();
-const DONE = encoder.encode("data: [DONE]\n\n");
 /** The first `"model": "…"` of a chunk is its top-level model (id, object, created, model, choices …). */
 const MODEL_FIELD = /"model"\s*:\s*"(?:[^"\\]|\\.)*"/;
 
+/** How the relay reads and writes one wire format's events. */
+export interface RelayFormat<E> {
+  /** the upstream's end marker: not sent itself (`done` closes the stream, once it is billed) */
+  isEnd(e: E): boolean;
+  /** note the event's usage and return the text to send for it, or null to send nothing for it now */
+  relay(e: E): string | null;
+  /** the event's text was handed to the client */
+  delivered(e: E): void;
+  /** completion tokens delivered so far, by reelay's count */
+  deliveredTokens(): number;
+  /** the upstream's last usage report, as received (null: none) */
+  reported(): ReportedUsage | null;
+  /** the upstream's running completion count as of the last delivered event (undefined: it sends none) */
+  running(): unknown;
+  /** the closing text of a stream that ended normally, with what it was billed */
+  done(billed: ClosedRequest): string;
+  /** the error event of a stream that broke after it began, with what was billed for it */
+  failed(error: ApiError, billed: ClosedRequest): string;
+}
+
+/** An upstream stream whose first event has arrived, and how to relay it. */
+export interface OpenedStream<E> {
+  events: AsyncIterator<E>;
+  first: IteratorResult<E>;
+  format: RelayFormat<E>;
+}
+
 export async function streamChat(deps: AppDeps, call: ChatCall): Promise<Response> {
   const p = await prepareChat(deps, call);
+  return relayStream(deps, call, p, async (p, signal) => {
+    const events = (await p.chat.stream(p.forwarded, { signal, requestId: call.requestId, routed: p.routed }))[Symbol.asyncIterator]();
+    return { events, first: await events.next(), format: new ChatFormat(call.body, p.model.id) };
+  });
+}
+
+/**
+ * Open the upstream stream on the prepared request (its fallbacks tried while nothing reached the
+ * client), then relay it as the client pulls. `open` is called per candidate with the signal that
+ * aborts the upstream request; it resolves once the first event is in.
+ */
+export async function relayStream<B>(deps: AppDeps, call: PipelineCall, p: PreparedChat<B>, open: (p: PreparedChat<B>, signal: AbortSignal) => Promise<OpenedStream<any>>): Promise<Response> {
   const upstream = new AbortController();
-  let relay: Relay | undefined;
+  let relay: Relay<unknown> | undefined;
   const onClientGone = () => (relay ? relay.clientGone() : upstream.abort(new DOMException("client disconnected", "AbortError")));
   call.signal.addEventListener("abort", onClientGone, { once: true });
   // the server's drain timeout (src/lifecycle.ts): the stream ends with an error event, billed on what was delivered
   const cutSignal = deps.lifecycle?.cutSignal;
   const onCut = () => (relay ? relay.cut(cutSignal!.reason) : upstream.abort(cutSignal!.reason));
   cutSignal?.addEventListener("abort", onCut, { once: true });
-  let events: AsyncIterator<ChatStreamEvent>;
-  let first: IteratorResult<ChatStreamEvent>;
+  let opened: OpenedStream<unknown>;
   try {
     if (call.signal.aborted) onClientGone();
     // the first event before the answer: a failure up to here reached the client as nothing, so a fallback model may serve
-    [events, first] = await withFallbacks(deps, call, p, async (p) => {
-      const it = (await p.chat.stream(p.forwarded, { signal: upstream.signal, requestId: call.requestId, routed: p.routed }))[Symbol.asyncIterator]();
-      return [it, await it.next()] as const;
-    });
+    opened = await withFallbacks(deps, call, p, (p) => open(p, upstream.signal));
   } catch (err) {
     call.signal.removeEventListener("abort", onClientGone);
     cutSignal?.removeEventListener("abort", onCut);
     throw failChat(deps, call, p, err, call.signal.aborted);
   }
-  relay = new Relay(deps, call, p, events, first, upstream, () => {
+  relay = new Relay(deps, call, p, opened, upstream, () => {
     call.signal.removeEventListener("abort", onClientGone);
     cutSignal?.removeEventListener("abort", onCut);
   });
@@ -54,15 +95,74 @@ export async function streamChat(deps: AppDeps, call: ChatCall): Promise<Respons
   });
 }
 
-type End = { kind: "done" } | { kind: "disconnected" } | { kind: "failed"; err: unknown };
-
-class Relay {
-  readonly body: ReadableStream<Uint8Array>;
+/** Chat completion chunks: `data: <chunk>\n\n` with reelay's model id, usage shown as the client asked, `data: [DONE]` last. */
+export class ChatFormat implements RelayFormat<ChatStreamEvent> {
   private readonly count = new DeliveryCount();
   private readonly wantsUsage: boolean;
   private readonly wantsRunningUsage: boolean;
   private readonly modelField: string;
-  private pending: IteratorResult<ChatStreamEvent> | null;
+
+  constructor(body: Pick<ChatCompletionRequest, "stream_options">, modelId: string) {
+    const so = body.stream_options as Record<string, unknown> | null | undefined;
+    this.wantsUsage = so?.include_usage === true;
+    this.wantsRunningUsage = so?.continuous_usage_stats === true;
+    this.modelField = `"model":${JSON.stringify(modelId)}`;
+  }
+
+  isEnd(e: ChatStreamEvent): boolean {
+    return e.data === "[DONE]";
+  }
+
+  relay(e: ChatStreamEvent): string | null {
+    const json = e.json;
+    this.count.observe(json);
+    const usage = json?.usage;
+    let data = e.data;
+    if (usage && Array.isArray(json.choices)) {
+      // usage is always requested upstream (billing needs it): hide what the client did not ask for
+      if (json.choices.length === 0 && !this.wantsUsage) return null;
+      if (json.choices.length > 0 && !this.wantsRunningUsage) {
+        const { usage: _, ...rest } = json;
+        data = JSON.stringify(this.wantsUsage ? { ...rest, usage: null } : rest);
+      }
+    }
+    return `data: ${data.includes(this.modelField) ? data : data.replace(MODEL_FIELD, this.modelField)}\n\n`;
+  }
+
+  delivered(e: ChatStreamEvent): void {
+    this.count.delivered(e.json);
+  }
+
+  deliveredTokens(): number {
+    return this.count.localTokens();
+  }
+
+  reported(): ReportedUsage | null {
+    return this.count.reported;
+  }
+
+  running(): unknown {
+    return this.count.running;
+  }
+
+  done(): string {
+    return "data: [DONE]\n\n";
+  }
+
+  failed(error: ApiError): string {
+    return `data: ${JSON.stringify(error.toJSON())}\n\n`;
+  }
+}
+
+type End = { kind: "done" } | { kind: "disconnected" } | { kind: "failed"; err: unknown };
+
+const NOTHING_BILLED: ClosedRequest = { cost: 0, promptTokens: 0, completionTokens: 0, cachedTokens: 0, cacheWriteTokens: 0, anomaly: null };
+
+class Relay<E> {
+  readonly body: ReadableStream<Uint8Array>;
+  private readonly events: AsyncIterator<E>;
+  private readonly format: RelayFormat<E>;
+  private pending: IteratorResult<E> | null;
   private controller!: ReadableStreamDefaultController<Uint8Array>;
   private gone = false;
   private pulling = false;
@@ -72,18 +172,15 @@ class Relay {
 
   constructor(
     private readonly deps: AppDeps,
-    private readonly call: ChatCall,
-    private readonly p: PreparedChat,
-    private readonly events: AsyncIterator<ChatStreamEvent>,
-    first: IteratorResult<ChatStreamEvent>,
+    private readonly call: PipelineCall,
+    private readonly p: PreparedChat<unknown>,
+    opened: OpenedStream<E>,
     private readonly upstream: AbortController,
     private readonly cleanup: () => void,
   ) {
-    const so = call.body.stream_options as Record<string, unknown> | null | undefined;
-    this.wantsUsage = so?.include_usage === true;
-    this.wantsRunningUsage = so?.continuous_usage_stats === true;
-    this.modelField = `"model":${JSON.stringify(p.model.id)}`;
-    this.pending = first;
+    this.events = opened.events;
+    this.format = opened.format;
+    this.pending = opened.first;
     this.body = new ReadableStream<Uint8Array>(
       {
         start: (controller) => {
@@ -120,10 +217,10 @@ class Relay {
     if (!this.pulling) void this.end(this.controller, { kind: "failed", err: reason });
   }
 
-  /** Write the next relayed event (skipping events the client did not ask for), or end the stream. */
+  /** Write the next relayed event (skipping events that send nothing), or end the stream. */
   private async pull(controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> {
     while (!this.ended) {
-      let next: IteratorResult<ChatStreamEvent>;
+      let next: IteratorResult<E>;
       try {
         next = this.pending ?? (await this.events.next());
         this.pending = null;
@@ -132,30 +229,13 @@ class Relay {
       }
       if (this.gone) return this.end(controller, { kind: "disconnected" });
       if (this.cutBy) return this.end(controller, { kind: "failed", err: this.cutBy });
-      if (next.done || next.value.data === "[DONE]") return this.end(controller, { kind: "done" });
-      const out = this.relayable(next.value);
+      if (next.done || this.format.isEnd(next.value)) return this.end(controller, { kind: "done" });
+      const out = this.format.relay(next.value);
       if (out === null) continue;
-      controller.enqueue(encoder.encode(`data: ${out}\n\n`));
-      this.count.delivered(next.value.json);
+      controller.enqueue(encoder.encode(out));
+      this.format.delivered(next.value);
       return;
     }
-  }
-
-  /** The payload to send for an upstream event, or null to drop it. */
-  private relayable(e: ChatStreamEvent): string | null {
-    const json = e.json;
-    this.count.observe(json);
-    const usage = json?.usage;
-    let data = e.data;
-    if (usage && Array.isArray(json.choices)) {
-      // usage is always requested upstream (billing needs it): hide what the client did not ask for
-      if (json.choices.length === 0 && !this.wantsUsage) return null;
-      if (json.choices.length > 0 && !this.wantsRunningUsage) {
-        const { usage: _, ...rest } = json;
-        data = JSON.stringify(this.wantsUsage ? { ...rest, usage: null } : rest);
-      }
-    }
-    return data.includes(this.modelField) ? data : data.replace(MODEL_FIELD, this.modelField);
   }
 
   private async end(controller: ReadableStreamDefaultController<Uint8Array>, end: End): Promise<void> {
@@ -170,13 +250,14 @@ class Relay {
       plugin: this.p.model.plugin, model: this.p.model.id, ms: performance.now() - this.call.startedAt,
       outcome: end.kind === "failed" ? "error" : "ok", errorKind: end.kind === "failed" ? pluginErrorKind(end.err) : undefined,
     });
-    const delivered = this.count.localTokens();
-    const reported = this.count.reported;
+    const delivered = this.format.deliveredTokens();
+    const reported = this.format.reported();
     // the upstream's final count when the stream ended normally; else what was delivered, by the
     // upstream's running count when it sends one (vLLM continuous_usage_stats), else reelay's own
-    const completion = end.kind === "done" && reported ? reported.completion : this.count.running;
+    const completion = end.kind === "done" && reported ? reported.completion : this.format.running();
+    let billed = NOTHING_BILLED;
     try {
-      finishChat(this.call, this.p, {
+      billed = finishChat(this.call, this.p, {
         status: 200,
         // a stream that broke (or was abandoned) before any token costs nothing
         charge: end.kind === "done" || delivered > 0,
@@ -191,7 +272,7 @@ class Relay {
     }
     if (end.kind === "disconnected") return;
     try {
-      controller.enqueue(apiError ? encoder.encode(`data: ${JSON.stringify(apiError.toJSON())}\n\n`) : DONE);
+      controller.enqueue(encoder.encode(apiError ? this.format.failed(apiError, billed) : this.format.done(billed)));
       controller.close();
     } catch {
       // the client went away while we were settling

@@ -1,6 +1,11 @@
 /**
  * Chat completions: resolve the model, clamp output limits, hold the worst case, call the plugin,
  * settle on the real usage. Streaming continues in relay-stream.ts.
+ *
+ * These steps are every chat-like route's: the bridges (chat-bridge/) run them on the chat request
+ * they translate to, and /v1/messages on the client's own body for a model that speaks Anthropic's
+ * Messages API (messages/native.ts) — prepareRequest with its RequestView, withFallbacks,
+ * finishAnswer / failChat, relayStream with its RelayFormat. One copy of the money and the logs.
  */
 import type { Principal } from "../../auth/authenticate-key.ts";
 import { ABSURD_TOKENS, applyPlan, openCharge, worstPriceOf, type Charge } from "../../billing/index.ts";
@@ -11,7 +16,7 @@ import { readPluginError, type ChatCompletionRequest as PluginChatRequest, type 
 import type { HostChat } from "../../plugin-host/types.ts";
 import type { RegisteredModel } from "../../registry/model-registry.ts";
 import { countTextTokens, estimateChatRequestTokens } from "../../text/tokens.ts";
-import { closeRequest, reportedUsage, type ChatAllowance, type ChatOutcome } from "./close-request.ts";
+import { closeRequest, reportedUsage, type ChatAllowance, type ChatOutcome, type ClosedRequest, type ReportedUsage } from "./close-request.ts";
 import type { ChatCompletionRequest } from "./model.ts";
 import { clientErrorFrom, pluginErrorKind } from "../../http/plugin-errors.ts";
 
@@ -30,33 +35,61 @@ const PROMPT_SLACK_FACTOR = 4;
 const PROMPT_SLACK_TOKENS = 256;
 const MEDIA_PART_TOKENS = 16_384;
 
-/** What the controller hands the service: no Elysia context, only plain values. */
-export interface ChatCall {
+/**
+ * A request through the chat pipeline, whatever wire format the client used (chat completions,
+ * Responses, legacy completions, Anthropic Messages): no Elysia context, only plain values.
+ */
+export interface PipelineCall {
   principal: Principal;
-  body: ChatCompletionRequest;
   requestId: string;
   /** aborts when the client goes away */
   signal: AbortSignal;
   startedAt: number;
   note(facts: RequestFacts): void;
-  /** the route the client called, for its usage row (default /v1/chat/completions; /v1/responses and /v1/completions run through here too) */
+  /** the route the client called, for its usage row (default /v1/chat/completions; /v1/responses, /v1/completions and /v1/messages run through here too) */
   route?: string;
+  /** told what the request was billed for once it is closed (a bridge's closing events carry it) */
+  billed?(closed: ClosedRequest): void;
+}
+
+/** What the chat controller hands the service. */
+export interface ChatCall extends PipelineCall {
+  body: ChatCompletionRequest;
+}
+
+/**
+ * How the pipeline sees a request before it holds credit for it: the chat body (chatView), or a
+ * route's own body that some models' plugins take natively (the Messages API) — the estimate and
+ * the body each model is sent come from the route, everything else is the same.
+ */
+export interface RequestView<B> {
+  /** the prompt estimate of the hold, and the bill when the upstream reports none (called once the model is ready: the counter is built as part of loading) */
+  estimate(): number;
+  /** prompt parts that are not text (images, documents …): each may cost up to MEDIA_PART_TOKENS */
+  mediaParts: number;
+  /** choices asked for (chat's `n`) */
+  choices: number;
+  /**
+   * The body model `m` would be sent, before its output limit (max_tokens / max_completion_tokens)
+   * is clamped to m's; null: m cannot serve this request (a fallback left out; never the requested model).
+   */
+  bodyFor(m: RegisteredModel): B | null;
 }
 
 /** One model that may serve the request: the requested one, then its fallbacks, each with its own limits. */
-export interface ChatCandidate {
+export interface ChatCandidate<B = PluginChatRequest> {
   model: RegisteredModel;
   chat: HostChat;
-  forwarded: PluginChatRequest;
+  forwarded: B;
   allowed: ChatAllowance;
 }
 
-export interface PreparedChat {
+export interface PreparedChat<B = PluginChatRequest> {
   /** the model serving the request now (a fallback once the requested one failed) */
   model: RegisteredModel;
   chat: HostChat;
   /** the client's body with max tokens clamped; `model` stays reelay's id (the plugin sends its upstream's name) */
-  forwarded: PluginChatRequest;
+  forwarded: B;
   promptEstimate: number;
   charge: Charge;
   /** the most the request may be billed for (usage beyond it is an upstream anomaly) */
@@ -64,7 +97,7 @@ export interface PreparedChat {
   /** x-ratelimit-*-tokens headers from the token budget */
   headers: Record<string, string>;
   /** the requested model first, then its fallbacks the key may use */
-  candidates: ChatCandidate[];
+  candidates: ChatCandidate<B>[];
   /** upstream attempts made for the request so far (over every candidate) */
   attempts: number;
   /** the HostCall's `routed`: notes the deployment and the attempts in the request's log line */
@@ -94,9 +127,8 @@ export function clampOutput(body: Record<string, unknown>, model: Pick<Registere
 }
 
 /** What a request allows to be billed: output up to its bound × n, prompt up to a generous multiple of the estimate and the context. */
-export function chatAllowance(body: Record<string, unknown>, model: Pick<RegisteredModel, "contextLength">, promptEstimate: number, out: { maxOutput: number; bounded: boolean }, choices: number): ChatAllowance {
-  const media = mediaParts(body.messages);
-  const prompt = Math.min(model.contextLength ?? Infinity, PROMPT_SLACK_FACTOR * promptEstimate + PROMPT_SLACK_TOKENS + MEDIA_PART_TOKENS * media);
+export function chatAllowance(mediaParts: number, model: Pick<RegisteredModel, "contextLength">, promptEstimate: number, out: { maxOutput: number; bounded: boolean }, choices: number): ChatAllowance {
+  const prompt = Math.min(model.contextLength ?? Infinity, PROMPT_SLACK_FACTOR * promptEstimate + PROMPT_SLACK_TOKENS + MEDIA_PART_TOKENS * mediaParts);
   return { prompt, completion: (out.bounded ? out.maxOutput : ABSURD_TOKENS) * choices };
 }
 
@@ -108,31 +140,47 @@ function mediaParts(messages: unknown): number {
   return n;
 }
 
+/** A chat completion request as the pipeline sees it: every model is sent the client's body. */
+export function chatView(body: ChatCompletionRequest): RequestView<PluginChatRequest> {
+  return { estimate: () => estimatePrompt(body), mediaParts: mediaParts(body.messages), choices: body.n ?? 1, bodyFor: () => body as PluginChatRequest };
+}
+
 /** Prompt estimate for the hold and for bills without upstream usage; tool definitions count as their JSON. */
 export function estimatePrompt(body: Record<string, unknown>): number {
   return estimateChatRequestTokens(body); // bounded in time whatever the text (src/text/tokens.ts)
 }
 
 export async function prepareChat(deps: AppDeps, call: ChatCall): Promise<PreparedChat> {
-  const model = resolveModel(deps, call.principal, call.body.model, "chat");
+  return prepareRequest(deps, call, resolveModel(deps, call.principal, call.body.model, "chat"), chatView(call.body));
+}
+
+/**
+ * The steps before the upstream call, for every route over chat: the model's fallbacks the key may
+ * use, the prompt estimate, each candidate's output limit, the token budget and the credit hold
+ * for the dearest candidate. `model` is resolved by the caller (resolveModel, capability "chat").
+ */
+export async function prepareRequest<B>(deps: AppDeps, call: PipelineCall, model: RegisteredModel, view: RequestView<B>): Promise<PreparedChat<B>> {
   const models = [model, ...fallbackModels(deps, call.principal, model, "chat")];
   await model.ready(call.signal);
-  const promptEstimate = estimatePrompt(call.body);
-  const choices = call.body.n ?? 1;
+  const promptEstimate = view.estimate();
+  const choices = view.choices;
   call.note({ model: model.id });
   // the account's prices (its price plan, or the list prices)
   const plan = deps.billing.plans.get(call.principal.planId);
   // the hold covers the dearest candidate: whichever serves, its exact price fits in it
   let worst = { cost: -1, output: 0, model };
   let maxOutput = 0;
-  const candidates = models.map((m): ChatCandidate => {
-    const output = clampOutput(call.body, m, promptEstimate);
+  const candidates: ChatCandidate<B>[] = [];
+  for (const m of models) {
+    const body = view.bodyFor(m);
+    if (body === null) continue;
+    const output = clampOutput(body as Record<string, unknown>, m, promptEstimate);
     maxOutput = Math.max(maxOutput, output.maxOutput);
     // an absurd `n` or max_tokens makes an absurd worst case: a 402, not an arithmetic error
     const cost = Math.min(Number.MAX_SAFE_INTEGER, worstPriceOf(applyPlan(plan, m.id, m.pricing), { promptTokens: promptEstimate, completionTokens: output.maxOutput * choices }));
     if (cost > worst.cost || (cost === worst.cost && output.maxOutput > worst.output)) worst = { cost, output: output.maxOutput, model: m };
-    return { model: m, chat: m.instance.chat!, forwarded: output.forwarded as PluginChatRequest, allowed: chatAllowance(call.body, m, promptEstimate, output, choices) };
-  });
+    candidates.push({ model: m, chat: m.instance.chat!, forwarded: output.forwarded as B, allowed: chatAllowance(view.mediaParts, m, promptEstimate, output, choices) });
+  }
   const headers = await deps.tokenBudget.consume(call.principal, promptEstimate + maxOutput * choices);
   const dearest = worst.model === model ? "" : ` (at the prices of fallback ${worst.model.id})`;
   const charge = await openCharge(deps, {
@@ -141,7 +189,7 @@ export async function prepareChat(deps: AppDeps, call: ChatCall): Promise<Prepar
     reason: `chat ${model.id}: hold for ${promptEstimate} prompt + ${worst.output * choices} output tokens${dearest}`,
   });
   const first = candidates[0]!;
-  const p: PreparedChat = {
+  const p: PreparedChat<B> = {
     model, chat: first.chat, forwarded: first.forwarded, promptEstimate, charge, allowed: first.allowed, headers, candidates, attempts: 0,
     routed: (info) => call.note({ deployment: info.deployment, attempts: (p.attempts += info.attempts) }),
   };
@@ -153,7 +201,7 @@ export async function prepareChat(deps: AppDeps, call: ChatCall): Promise<Prepar
  * model may fix (retryable: unreachable, timed out, 429 / 5xx, no deployment available) and nothing
  * has reached the client. The model that serves is priced at settlement (Charge.servedBy).
  */
-export async function withFallbacks<R>(deps: AppDeps, call: ChatCall, p: PreparedChat, attempt: (p: PreparedChat) => Promise<R>): Promise<R> {
+export async function withFallbacks<R, B>(deps: AppDeps, call: PipelineCall, p: PreparedChat<B>, attempt: (p: PreparedChat<B>) => Promise<R>): Promise<R> {
   for (let i = 1; ; i++) {
     try {
       return await attempt(p);
@@ -171,14 +219,29 @@ export async function withFallbacks<R>(deps: AppDeps, call: ChatCall, p: Prepare
 }
 
 /** Close the request (money + usage row, queued), report it, and return what was charged. */
-export function finishChat(call: ChatCall, p: PreparedChat, out: ChatOutcome) {
+export function finishChat(call: PipelineCall, p: PreparedChat<unknown>, out: ChatOutcome): ClosedRequest {
   const r = closeRequest(p.charge, p.allowed, out, p.chat.countsTokens === true);
   call.note({ promptTokens: r.promptTokens, completionTokens: r.completionTokens, cost: r.cost, disconnected: out.disconnected });
+  call.billed?.(r);
   return r;
 }
 
+/**
+ * A whole (non-streamed) answer is in: settle it on the upstream's report as received (judged by
+ * closeRequest), with reelay's count of `text` (only counted when needed) to fall back on.
+ */
+export function finishAnswer(deps: AppDeps, call: PipelineCall, p: PreparedChat<unknown>, reported: ReportedUsage, text: () => string): ClosedRequest {
+  deps.telemetry.upstream({ plugin: p.model.plugin, model: p.model.id, ms: performance.now() - call.startedAt, outcome: "ok" });
+  let counted: number | null = null;
+  return finishChat(call, p, {
+    status: 200, charge: true, reported,
+    local: { prompt: p.promptEstimate, completion: () => (counted ??= countTextTokens(text())) },
+    deliveredTokens: null, disconnected: false, errorCode: null,
+  });
+}
+
 /** Release the hold of a request that produced nothing, record it, and return the client's error. */
-export function failChat(deps: AppDeps, call: ChatCall, p: PreparedChat, err: unknown, disconnected = false) {
+export function failChat(deps: AppDeps, call: PipelineCall, p: PreparedChat<unknown>, err: unknown, disconnected = false) {
   const apiError = clientErrorFrom(err);
   if (apiError.status === 500 && !disconnected) deps.logger.error({ err, requestId: call.requestId, plugin: p.model.plugin, model: p.model.id }, "chat: unexpected error");
   deps.telemetry.upstream({ plugin: p.model.plugin, model: p.model.id, ms: performance.now() - call.startedAt, outcome: "error", errorKind: pluginErrorKind(err) });
@@ -198,19 +261,10 @@ export async function completeChat(deps: AppDeps, call: ChatCall): Promise<Respo
   } catch (err) {
     throw failChat(deps, call, p, err, call.signal.aborted);
   }
-  deps.telemetry.upstream({ plugin: p.model.plugin, model: p.model.id, ms: performance.now() - call.startedAt, outcome: "ok" });
   // only the returned usage is billed (checked by the host), else the upstream's report as relayed, never completion.usage
   const completion: any = result.completion;
   const u = result.usage ?? result.upstreamUsage;
-  let counted: number | null = null;
-  const local = () => (counted ??= countTextTokens(completionText(completion)));
-  const billed = finishChat(call, p, {
-    status: 200, charge: true,
-    reported: reportedUsage(u),
-    local: { prompt: p.promptEstimate, completion: local },
-    deliveredTokens: null,
-    disconnected: false, errorCode: null,
-  });
+  const billed = finishAnswer(deps, call, p, reportedUsage(u), () => completionText(completion));
   if (completion && typeof completion === "object") {
     completion.model = p.model.id;
     // the usage the client sees is what it was billed for (an upstream's made-up numbers, or counts the plugin put there and did not return)

@@ -2,7 +2,8 @@
  * Schemas of Anthropic's Messages API routes. The fields reelay reads are typed here; the shape of
  * each message, content block and tool is checked when it is translated (to-chat.ts), where the
  * message can name the exact place (`messages[2].content[0].tool_use_id`). Other top-level fields
- * (betas such as `context_management`, `container`, `service_tier` …) are accepted and ignored.
+ * (betas such as `context_management`, `container`, `service_tier` …) are accepted: passed on as
+ * sent to a model that speaks Messages natively (native.ts), ignored by the bridge.
  */
 import { t } from "elysia";
 import { INT4_MAX, JsonInteger } from "../../http/schemas.ts";
@@ -17,7 +18,7 @@ const conversation = {
     minItems: 1,
     description:
       "`{role: \"user\" | \"assistant\", content}`; content a string or blocks: `text`, `image` (base64 or URL), `tool_use`, `tool_result` (string or blocks, `is_error`), " +
-      "`thinking` / `redacted_thinking` (accepted, not sent to the model), `document` with a text source. A `system` role message (Claude Code's mid-conversation system beta) becomes a system message in place.",
+      "`thinking` / `redacted_thinking` (sent back as given to a model that speaks Messages natively; through the bridge not sent to the model), `document` with a text source. A `system` role message (Claude Code's mid-conversation system beta) becomes a system message in place.",
   }),
   system: Maybe(t.Union([t.String(), t.Array(Obj())], { description: "a string or `text` blocks (`cache_control` accepted)" })),
   tools: Maybe(t.Array(Obj(), {
@@ -59,13 +60,13 @@ export const MessageObject = t.Object(
     id: t.String(),
     type: t.Literal("message"),
     role: t.Literal("assistant"),
-    model: t.String({ description: "the id of the model that served (an alias asked for is answered with its model's id)" }),
+    model: t.String({ description: "the id of the model that served (an alias asked for is answered with its model's id); a native pass-through answers the name asked for when that model served" }),
     content: t.Array(t.Object({ type: t.String() }, { additionalProperties: true }), { description: "`thinking` (the model's reasoning, when it sends it), `text`, `tool_use` with the parsed `input`" }),
     stop_reason: t.Nullable(t.String({ description: "end_turn, max_tokens, stop_sequence, tool_use or refusal" })),
     stop_sequence: t.Nullable(t.String()),
     usage: t.Object(
       { input_tokens: t.Integer(), output_tokens: t.Integer(), cache_creation_input_tokens: t.Integer(), cache_read_input_tokens: t.Integer() },
-      { additionalProperties: true, description: "what was billed: `input_tokens` + `cache_read_input_tokens` is the prompt charged (cache reads as the upstream reported them)" },
+      { additionalProperties: true, description: "what was billed, as the usage row records it: `input_tokens` + `cache_read_input_tokens` + `cache_creation_input_tokens` is the prompt charged (cache reads at the model's cache-read price, cache writes at its cache-write price)" },
     ),
   },
   {

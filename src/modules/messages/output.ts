@@ -24,15 +24,19 @@ export interface MessageUsage {
 }
 
 /**
- * Usage as billed. Anthropic counts cache reads apart from `input_tokens`, so the prompt charged is
- * `input_tokens + cache_read_input_tokens`: the cached part is what the upstream reported
- * (`prompt_tokens_details.cached_tokens`), never more than the prompt billed; nothing is written to
- * a cache by a chat upstream, so creation is 0.
+ * Usage as billed, as the usage row records it. Anthropic counts cache reads and writes apart from
+ * `input_tokens`, so the prompt charged is `input_tokens + cache_read_input_tokens +
+ * cache_creation_input_tokens`: the reads billed at the model's cache-read price, the writes at its
+ * cache-write price, the rest at its input price (never negative: billing keeps the two within the
+ * prompt).
  */
-export function usageOf(billed: Pick<BilledChat, "promptTokens" | "completionTokens">, upstream: Record<string, any> | undefined): MessageUsage {
-  const cached = upstream?.prompt_tokens_details?.cached_tokens;
-  const read = Number.isSafeInteger(cached) && cached > 0 ? Math.min(cached as number, billed.promptTokens) : 0;
-  return { input_tokens: billed.promptTokens - read, cache_creation_input_tokens: 0, cache_read_input_tokens: read, output_tokens: billed.completionTokens };
+export function usageOf(billed: BilledChat): MessageUsage {
+  return {
+    input_tokens: billed.promptTokens - billed.cachedTokens - billed.cacheWriteTokens,
+    cache_creation_input_tokens: billed.cacheWriteTokens,
+    cache_read_input_tokens: billed.cachedTokens,
+    output_tokens: billed.completionTokens,
+  };
 }
 
 /** The upstream's reasoning text of a message or a delta, whichever field it uses. */
@@ -72,7 +76,7 @@ export function toolInput(args: unknown): Record<string, unknown> {
 }
 
 /** The message for a non-streamed chat.completion. */
-export function messageFromCompletion(ctx: MessageContext, completion: any, billed: BilledChat, upstreamUsage: Record<string, any> | undefined) {
+export function messageFromCompletion(ctx: MessageContext, completion: any, billed: BilledChat) {
   const choice = Array.isArray(completion?.choices) ? completion.choices[0] : undefined;
   const message = choice?.message ?? {};
   const content: Record<string, unknown>[] = [];
@@ -95,6 +99,6 @@ export function messageFromCompletion(ctx: MessageContext, completion: any, bill
     model: String(completion?.model ?? ""),
     content,
     ...stopReasonOf(choice, ctx, { toolCalls: calls.length > 0, refused: refusal !== null }),
-    usage: usageOf(billed, upstreamUsage),
+    usage: usageOf(billed),
   };
 }

@@ -178,17 +178,20 @@ async function sdkMessage(events: Event[]) {
   return stream.finalMessage();
 }
 
-const BILLED = { promptTokens: 100, completionTokens: 10, cost: 0 };
+const BILLED = { promptTokens: 100, completionTokens: 10, cachedTokens: 0, cacheWriteTokens: 0, cost: 0 };
 
 describe("the Messages stream rewriter", () => {
   test("any chat chunk sequence → a well-formed Messages stream that loses nothing and the SDK accumulates", async () => {
     await fc.assert(
       fc.asyncProperty(script, async (s) => {
         const rewriter = new MessagesStream({ id: "msg_test", stopSequences: [] });
+        // what the chat stream billed: the reads it reported (within the prompt), and some writes
+        const read = Math.min(s.cached, 100);
+        const billed = { ...BILLED, cachedTokens: read, cacheWriteTokens: Math.min(5, 100 - read) };
         let sse = s.chunks.map((c) => rewriter.chunk(c)).join("");
         sse += s.broken
-          ? rewriter.failed({ message: "The model's upstream response broke off.", type: "upstream_error", param: null, code: "upstream_interrupted" }, BILLED)
-          : rewriter.done(BILLED);
+          ? rewriter.failed({ message: "The model's upstream response broke off.", type: "upstream_error", param: null, code: "upstream_interrupted" }, billed)
+          : rewriter.done(billed);
         const events = parse(sse);
         const blocks = checkGrammar(events, s.broken);
 
@@ -208,7 +211,7 @@ describe("the Messages stream rewriter", () => {
           return;
         }
         const delta = events.at(-2)!;
-        expect(delta.usage).toEqual({ input_tokens: 100 - Math.min(s.cached, 100), cache_read_input_tokens: Math.min(s.cached, 100), cache_creation_input_tokens: 0, output_tokens: 10 });
+        expect(delta.usage).toEqual({ input_tokens: 100 - read - billed.cacheWriteTokens, cache_read_input_tokens: read, cache_creation_input_tokens: billed.cacheWriteTokens, output_tokens: 10 });
         if (s.calls.length > 0 && (s.finish === "stop" || s.finish === "tool_calls" || s.finish === null) && !s.chunks.some((c) => c.choices?.[0]?.delta?.refusal)) expect(delta.delta.stop_reason).toBe("tool_use");
 
         const message = await sdkMessage(events);

@@ -46,7 +46,6 @@ export class MessagesStream implements ChatStreamRewriter {
   private holding = false;
   private lastChoice: Record<string, any> | undefined;
   private refused = false;
-  private upstreamUsage: Record<string, any> | undefined;
 
   /** `pingMs`: a quiet stream gets a ping this often (REELAY_STREAM_PING_MS; proxies and clients drop connections idle for 30–120 s) */
   constructor(private readonly ctx: MessageContext, pingMs = 10_000) {
@@ -56,7 +55,6 @@ export class MessagesStream implements ChatStreamRewriter {
   chunk(json: any): string {
     if (this.ended) return "";
     let out = this.start(json?.model);
-    if (json?.usage && typeof json.usage === "object") this.upstreamUsage = json.usage;
     const choice = Array.isArray(json?.choices) ? json.choices[0] : undefined;
     if (!choice || typeof choice !== "object") return out;
     const d = choice.delta ?? {};
@@ -77,7 +75,7 @@ export class MessagesStream implements ChatStreamRewriter {
     this.ended = true;
     const out = this.start(undefined) + this.flush();
     const stop = stopReasonOf(this.lastChoice, this.ctx, { toolCalls: this.calls.size > 0, refused: this.refused });
-    return out + event("message_delta", { delta: stop, usage: usageOf(billed, this.upstreamUsage) }) + event("message_stop", {});
+    return out + event("message_delta", { delta: stop, usage: usageOf(billed) }) + event("message_stop", {});
   }
 
   /** Everything received is sent (it is paid for), then the error; Anthropic ends a failed stream with no message_stop. */

@@ -74,14 +74,17 @@ export function outputText(output: OutputItem[]): string {
   return text;
 }
 
-/** Responses usage: billed counts, with the upstream's cached / reasoning details when it sent them. */
+/**
+ * Responses usage: the counts billed, as the usage row records them — `cached_tokens` the prompt
+ * tokens billed at the cache-read price (and `cache_write_tokens`, when some were billed at the
+ * cache-write price) — with the upstream's reasoning token detail when it sent one.
+ */
 export function usageOf(billed: BilledChat, upstream: Record<string, any> | undefined) {
-  const cached = upstream?.prompt_tokens_details?.cached_tokens;
   const reasoning = upstream?.completion_tokens_details?.reasoning_tokens;
   const int = (v: unknown, max: number) => (Number.isSafeInteger(v) && (v as number) >= 0 ? Math.min(v as number, max) : 0);
   return {
     input_tokens: billed.promptTokens,
-    input_tokens_details: { cached_tokens: int(cached, billed.promptTokens) },
+    input_tokens_details: { cached_tokens: billed.cachedTokens, ...(billed.cacheWriteTokens ? { cache_write_tokens: billed.cacheWriteTokens } : {}) },
     output_tokens: billed.completionTokens,
     output_tokens_details: { reasoning_tokens: int(reasoning, billed.completionTokens) },
     total_tokens: billed.promptTokens + billed.completionTokens,
