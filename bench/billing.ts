@@ -13,6 +13,8 @@
  *  - group-committed holds:  concurrent holds collected and written by one statement (the alternative
  *                            to leases; prototype in bench/lib/group-hold.ts), settlements batched
  *  - engine, leases:         approvals from credit leases in memory, settlements batched (the default)
+ *  - engine, leases, windows: the same with budgets: every request reserves in its key's daily and
+ *                            its account's monthly window too (limits far above the load)
  * The engine's settlements are journaled (a temp dir) and drained before the clock stops. Then the
  * journal's cost per settlement (on vs off) and the statements the database saw per request.
  */
@@ -26,6 +28,8 @@ import { randomId } from "../src/ids.ts";
 import { migrate, openDatabase, type Db } from "../src/db/index.ts";
 import { createLogger } from "../src/logger.ts";
 import { createAccount } from "../src/accounts/accounts.ts";
+import { createKey } from "../src/accounts/api-keys.ts";
+import { setBudgets } from "../src/billing/budgets.ts";
 import { GroupHolds } from "./lib/group-hold.ts";
 import { table } from "./lib/wrk.ts";
 
@@ -64,7 +68,7 @@ async function commits(dbName: string): Promise<number> {
   return admin(async (sql) => Number((await sql<{ n: string }[]>`SELECT xact_commit::text AS n FROM pg_stat_database WHERE datname = ${dbName}`)[0]!.n));
 }
 
-type Mode = "per-request statements" | "engine, exact holds" | "group-committed holds" | "engine, leases";
+type Mode = "per-request statements" | "engine, exact holds" | "group-committed holds" | "engine, leases" | "engine, leases, windows";
 
 interface Run {
   /** pairs per second (settlements drained included) */
@@ -76,11 +80,15 @@ interface Run {
   cpuUsPerPair: number;
 }
 
+/** each account's key with a daily budget (the account has a monthly one): the windows mode's requests come from it */
+const keyOf = new Map<string, string>();
+
 async function run(db: Db, mode: Mode, accounts: string[], callers: number, journalDir: string | null, secs = seconds): Promise<Run> {
   const engine = mode === "per-request statements" ? null : new billing.CreditEngine({
     db, logger, holdTtlMs: 900_000, instanceId: "bench", dataDir: journalDir,
-    config: { ...ENGINE, leases: mode === "engine, leases", journal: journalDir !== null },
+    config: { ...ENGINE, leases: mode.startsWith("engine, leases"), journal: journalDir !== null },
   });
+  const windows = mode === "engine, leases, windows";
   const group = mode === "group-committed holds" ? new GroupHolds(db) : null;
   await engine?.start();
   const latencies: number[] = [];
@@ -99,9 +107,9 @@ async function run(db: Db, mode: Mode, accounts: string[], callers: number, jour
         latencies.push(performance.now() - a0);
         await billing.settleOne(db, { holdId: h.id, mode: "settle", actual: ACTUAL, cover: 0, reason: "bench", usage });
       } else {
-        const a = group ? await group.approve(accountId, ref, WORST) : await engine.approve({ accountId, ref, amount: WORST, reason: "bench" });
+        const a = group ? await group.approve(accountId, ref, WORST) : await engine.approve({ accountId, ref, amount: WORST, reason: "bench", ...(windows ? { keyId: keyOf.get(accountId)!, model: "bench" } : {}) });
         latencies.push(performance.now() - a0);
-        engine.settle(a, { mode: "settle", actual: ACTUAL, reason: "bench", usage });
+        engine.settle(a, { mode: "settle", actual: ACTUAL, reason: "bench", usage: windows ? { ...usage, keyId: keyOf.get(accountId)! } : usage });
         if (latencies.length % 64 === 0) await Bun.sleep(0); // let the flusher's I/O in, as a server's event loop would
       }
     }
@@ -135,6 +143,13 @@ try {
       return a.id;
     }))));
   const hot = [many[0]!];
+  for (let i = 0; i < many.length; i += 50)
+    await Promise.all(many.slice(i, i + 50).map(async (a) => {
+      const k = (await createKey(setup.db, a, { name: "bench" })).record.id;
+      keyOf.set(a, k);
+      await setBudgets(setup.db, { accountId: a, keyId: null }, [{ period: "month", limit: 1_000_000_000_000 }], Date.now());
+      await setBudgets(setup.db, { accountId: a, keyId: k }, [{ period: "day", limit: 1_000_000_000_000, timezone: "Europe/Paris" }], Date.now());
+    }));
   await setup.close();
 
   const rows: Array<Array<string | number>> = [];
@@ -147,7 +162,7 @@ try {
     const callers = Math.max(1, Math.min(wanted, free));
     const tps = await pgbench(callers);
     const database = await openDatabase({ databaseUrl: urlFor(benchDb), dataDir: "/nonexistent", poolSize: Math.min(20, callers) });
-    for (const mode of ["per-request statements", "engine, exact holds", "group-committed holds", "engine, leases"] as Mode[]) {
+    for (const mode of ["per-request statements", "engine, exact holds", "group-committed holds", "engine, leases", "engine, leases, windows"] as Mode[]) {
       for (const [name, accounts] of [["1 hot account", hot], ["1,000 accounts", many]] as const) {
         const c0 = await commits(benchDb);
         const r = await run(database.db, mode, accounts, callers, journalRoot);

@@ -15,8 +15,12 @@
  * --stub-billing: reelay runs with bench/lib/stub-billing.ts preloaded (hold/settle/release answer
  * from memory), to separate billing from the rest of the request path.
  * --profile: reelay runs with `bun --cpu-prof --cpu-prof-md`; the profile paths are printed at the end.
+ * Budgets (issue 28): with the in-process limiter, the same two rows again on keys that have a daily
+ * budget each and accounts that have a monthly one (limits far above the load: every request
+ * reserves in both windows and is charged in them), compared with the proxy and with the rows
+ * without budgets of the same run (CPU per request).
  * Env: BENCH_SECONDS (default 5) per row, BENCH_CONNS (default "32,128"), BENCH_LIMITERS ("memory,redis"),
- * BENCH_STREAMS=0 skips the streamed rows (a profile of the non-streamed path alone).
+ * BENCH_STREAMS=0 skips the streamed rows (a profile of the non-streamed path alone), BENCH_BUDGETS=0 the budget rows.
  */
 import { mkdtempSync, readdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -39,6 +43,7 @@ const ADMIN = "bench-admin-token-0123456789";
 /** open-loop stream rate: well below every target's capacity, so first bytes do not queue */
 const STREAM_RATE = Number(process.env.BENCH_STREAM_RATE ?? 200);
 const streams = process.env.BENCH_STREAMS !== "0";
+const budgets = process.env.BENCH_BUDGETS !== "0";
 
 interface Load { rps: number; p50: number; p99: number; errors: number; requests: number; cpuUsPerReq: number }
 interface Server { name: string; url: string; pid: number; stop(): Promise<void> }
@@ -96,12 +101,18 @@ async function spawnReelay(name: string, env: Record<string, string>, profileDir
   return { name, url, pid: proc.pid, stop: async () => void (proc.kill("SIGTERM"), await proc.exited) };
 }
 
-async function createKeys(url: string, n: number): Promise<string[]> {
+/** `withBudgets`: each key gets a daily budget and its account a monthly one, far above what the run spends. */
+async function createKeys(url: string, n: number, withBudgets = false): Promise<string[]> {
   const headers = { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" };
   const keys: string[] = [];
   for (let i = 0; i < n; i++) {
     const acct = (await (await fetch(url + "/admin/accounts", { method: "POST", headers, body: JSON.stringify({ name: `bench-${i}`, credits: 1_000_000_000_000 }) })).json()) as { id: string };
-    keys.push(((await (await fetch(url + `/admin/accounts/${acct.id}/keys`, { method: "POST", headers, body: '{"name":"bench"}' })).json()) as { key: string }).key);
+    const body = withBudgets ? { name: "bench", budgets: [{ period: "day", limit: 1_000_000_000_000, timezone: "Europe/Paris" }] } : { name: "bench" };
+    keys.push(((await (await fetch(url + `/admin/accounts/${acct.id}/keys`, { method: "POST", headers, body: JSON.stringify(body) })).json()) as { key: string }).key);
+    if (withBudgets) {
+      const res = await fetch(url + `/admin/accounts/${acct.id}/budgets`, { method: "PUT", headers, body: JSON.stringify({ budgets: [{ period: "month", limit: 1_000_000_000_000 }] }) });
+      if (res.status !== 200) throw new Error(`account budget: ${res.status} ${await res.text()}`);
+    }
   }
   return keys;
 }
@@ -142,6 +153,7 @@ async function main() {
     const streamRows: Array<Array<string | number>> = [];
     const ttfbs: Record<string, { n: number; p50: number; p99: number; cpuUsPerStream: number }> = {};
     let keys: string[] = [];
+    let budgetKeys: string[] = [];
 
     /**
      * Warm-up until the throughput is steady: 1-second loads until one is within 10% of the one
@@ -185,6 +197,7 @@ async function main() {
       started.push(reelay);
       if (!keys.length) {
         keys = await createKeys(reelay.url, 128);
+        if (budgets) budgetKeys = await createKeys(reelay.url, 128, true);
         await streamRow("direct (upstream)", up);
         await streamRow("minimal proxy", px);
       }
@@ -193,6 +206,10 @@ async function main() {
         await row("minimal proxy", px, conns, [keys[0]!]);
         await row(`reelay ${limiter}, 128 accounts`, reelay, conns, keys);
         await row(`reelay ${limiter}, 1 account`, reelay, conns, [keys[0]!]);
+        if (budgets && limiter === "memory") {
+          await row(`reelay ${limiter}, 128 accounts, budgets`, reelay, conns, budgetKeys);
+          await row(`reelay ${limiter}, 1 account, budgets`, reelay, conns, [budgetKeys[0]!]);
+        }
       }
       await streamRow(`reelay ${limiter}`, reelay);
       await reelay.stop(); // SIGTERM: its credit leases go back before the next one starts
@@ -224,7 +241,14 @@ async function main() {
         if (st && d) check(`${limiter}: stream first byte added p50 (vs direct), ${mode}`, "≤ 2 ms", `${plus(st.p50 - d.p50)} ms`, st.p50 - d.p50 <= 2);
       }
     }
-    console.log("\nissue 12 targets (ratios within this run)\n");
+    // issue 28: budgets on the key and the account keep ≥ 40 % of the proxy and add ≤ 10 % CPU per request
+    for (const accounts of ["128 accounts", "1 account"]) {
+      const b = results[`reelay memory, ${accounts}, budgets@32`], plain = results[`reelay memory, ${accounts}@32`];
+      if (!b?.base || !plain) continue;
+      check(`memory: req/s with budgets, ${accounts}, 32 conns`, "≥ 40% of proxy", pct((100 * b.rps) / b.base.rps), b.rps >= 0.4 * b.base.rps);
+      check(`memory: CPU per request with budgets, ${accounts}, 32 conns`, "≤ +10% over no budgets", `${Math.round(b.cpuUsPerReq)} vs ${Math.round(plain.cpuUsPerReq)} µs (${plus((100 * (b.cpuUsPerReq - plain.cpuUsPerReq)) / plain.cpuUsPerReq)}%)`, b.cpuUsPerReq <= 1.1 * plain.cpuUsPerReq);
+    }
+    console.log("\nissue 12 and 28 targets (ratios within this run)\n");
     console.log(table(["measure", "target", "measured", ""], targetRows));
   } finally {
     for (const s of started.reverse()) await s.stop().catch(() => {});

@@ -17,6 +17,7 @@ import { routeMethodIndex } from "./http/route-methods.ts";
 import { randomId } from "./ids.ts";
 import { accountRoutes } from "./modules/account/index.ts";
 import { adminRoutes } from "./modules/admin/index.ts";
+import { budgetAdminRoutes } from "./modules/budgets/index.ts";
 import { consoleApiRoutes } from "./modules/console-api/index.ts";
 import { consoleRoutes } from "./modules/console/index.ts";
 import { healthRoutes } from "./modules/health/index.ts";
@@ -79,6 +80,7 @@ export function createApp(deps: AppDeps) {
     .use(modelRoutes(deps))
     .use(accountRoutes(deps))
     .use(adminRoutes(deps))
+    .use(budgetAdminRoutes(deps))
     .use(consoleApiRoutes(deps))
     .use(consoleRoutes())
     .use(chatRoutes(deps))

@@ -9,7 +9,9 @@ import type { Server } from "bun";
 import { createApp } from "./app.ts";
 import { KeyAuthenticator } from "./auth/authenticate-key.ts";
 import { every, type BackgroundTask } from "./background.ts";
-import { CreditEngine, sweepExpiredHolds } from "./billing/index.ts";
+import { CreditEngine, PlanBook, sweepExpiredHolds } from "./billing/index.ts";
+import { ConfigError } from "./config.ts";
+import { budgetAlertTask } from "./modules/webhooks/budget-alerts.ts";
 import type { Config } from "./config.ts";
 import { migrate, openDatabase, pendingMigrations } from "./db/index.ts";
 import type { AppDeps } from "./deps.ts";
@@ -83,7 +85,7 @@ export async function checkMigrations(config: Config): Promise<string[]> {
 }
 
 /** The app's dependencies; `ops` defaults to the no-op parts (no limits, logs or metrics). */
-export async function buildDeps(config: Config, logger: Logger = createLogger(config), ops: OpsParts = noOps, models?: ModelRegistry): Promise<AppDeps> {
+export async function buildDeps(config: Config, logger: Logger = createLogger(config), ops: OpsParts = noOps, models?: ModelRegistry, clock?: () => number): Promise<AppDeps> {
   // models first: a config mistake stops the boot before the slow database open
   const registry = models ?? (await buildModels(config, logger));
   const closeRegistry = () => (models ? Promise.resolve() : registry.close()); // the caller's registry is the caller's to close
@@ -98,7 +100,10 @@ export async function buildDeps(config: Config, logger: Logger = createLogger(co
     const auth = new KeyAuthenticator(database.db, config.keyCacheMs, (e) => logger.warn({ err: e }, "could not update key last_used_at"), config.adminToken);
     const { requestLimit, tokenBudget, telemetry, requestLog, metrics, readinessChecks } = ops;
     const jobWatcher = createJobWatcher({ database, logger }, { fallbackMs: 2_000, pingMs: 15_000 });
-    const billing = new CreditEngine({ db: database.db, logger, config: config.billing, holdTtlMs: config.holdTtlMs, instanceId: config.instanceId, dataDir: config.dataDir });
+    for (const p of config.plans) for (const m of Object.keys(p.models)) if (!registry.get(m)) throw new ConfigError(`plans.${p.id}.models.${m}`, "no such model is served");
+    const plans = new PlanBook(database.db, config.plans.map((p) => ({ ...p, source: "file" as const })));
+    await plans.refresh();
+    const billing = new CreditEngine({ db: database.db, logger, config: config.billing, holdTtlMs: config.holdTtlMs, instanceId: config.instanceId, dataDir: config.dataDir, plans, clock });
     const blobs = createBlobStores(config.blobStore, database.db);
     return { config, database, registry, logger, auth, requestLimit, tokenBudget, telemetry, requestLog, metrics, readinessChecks, jobWatcher, billing, blobs };
   } catch (e) {
@@ -113,7 +118,7 @@ export async function buildDeps(config: Config, logger: Logger = createLogger(co
  * imports this module); otherwise it is opened here first, unless `listen` is false (tests that
  * only need the app and the background tasks).
  */
-export async function startServer(config: Config, opts: { logger?: Logger; listen?: boolean; listener?: Listener } = {}): Promise<Running> {
+export async function startServer(config: Config, opts: { logger?: Logger; listen?: boolean; listener?: Listener; clock?: () => number } = {}): Promise<Running> {
   const logger = opts.logger ?? createLogger(config);
   // Listen before anything slow: liveness probes and clients reach the process at once, requests
   // wait at the gate until the app exists (startup-gate.ts).
@@ -135,7 +140,7 @@ export async function startServer(config: Config, opts: { logger?: Logger; liste
   try {
     ops = await createOps(config, logger);
     ops.watchUpstreams(() => upstreamReport(registry));
-    deps = await buildDeps(config, logger, ops, registry);
+    deps = await buildDeps(config, logger, ops, registry, opts.clock);
     await deps.billing.start(); // replays settlements a killed process left in its journal, before serving
   } catch (e) {
     gate.fail(e);
@@ -161,6 +166,11 @@ export async function startServer(config: Config, opts: { logger?: Logger; liste
     const n = await sweepExpiredHolds(deps.database.db);
     if (n) logger.warn({ released: n }, "released expired holds of requests that never finished");
   }, (e) => logger.error({ err: e }, "hold sweeper failed")), ...videoBackgroundTasks(deps), ...webhookBackgroundTasks(deps), ...responsesBackgroundTasks(deps)];
+  // budget thresholds reached → webhooks (at once when a batch reports some, and every poll)
+  const alerts = budgetAlertTask(deps);
+  deps.billing.onAlerts(alerts.kick);
+  // price plans changed through another instance's admin API
+  tasks.push(alerts, every(Math.max(1_000, config.keyCacheMs), () => deps.billing.plans.refresh(), (e) => logger.warn({ err: e }, "could not read the price plans again")));
   for (const t of tasks) t.start();
   deps.registry.preload(config.preloadModels);
   // where a person goes next: on all interfaces the server's own URL names 0.0.0.0, which a browser cannot open

@@ -86,6 +86,8 @@ export interface Config {
   models: ModelConfig[] | null;
   /** serve the built-in plugins' models beside the file's (a file says `builtins: false` to drop them) */
   builtinModels: boolean;
+  /** price plans of the models file (`plans:`); more are defined through the admin API */
+  plans: PlanConfig[];
   pluginsDir: string;
   keyCacheMs: number;
   holdTtlMs: number;
@@ -227,6 +229,7 @@ export function loadConfig(env: Env = process.env): Config {
     modelsFile,
     models: file?.models ?? null,
     builtinModels: file?.builtins ?? true,
+    plans: file?.plans ?? [],
     pluginsDir: resolve(str(env, "REELAY_PLUGINS_DIR") ?? resolve(programDir(), "plugins")),
     keyCacheMs: int(env, "REELAY_KEY_CACHE_MS", 5_000, 0, 60_000),
     holdTtlMs: int(env, "REELAY_HOLD_TTL_SECONDS", 900, 1, 86_400) * 1000,
@@ -351,6 +354,17 @@ export interface ModelsFile {
   models: ModelConfig[];
   /** keep the built-in models (default true); the file's entries replace built-ins of the same id */
   builtins: boolean;
+  /** price plans (src/billing/plans.ts) */
+  plans: PlanConfig[];
+}
+
+/** A price plan of the models file: a percentage on every model's prices and/or per-model prices. */
+export interface PlanConfig {
+  id: string;
+  name: string | null;
+  /** basis points of a percent (adjustmentPercent −12.5 → −1250) */
+  adjustmentBp: number;
+  models: Record<string, ModelPricing>;
 }
 
 export function loadModelsFile(path: string): ModelsFile {
@@ -372,11 +386,46 @@ export function loadModelsFile(path: string): ModelsFile {
 
 export function parseModelsFile(doc: unknown): ModelsFile {
   if (doc && typeof doc === "object" && !Array.isArray(doc)) {
-    for (const k of Object.keys(doc)) if (!["models", "builtins"].includes(k)) throw new ConfigError(k, "unknown top-level key; expected `models` and optionally `builtins: false`");
+    for (const k of Object.keys(doc)) if (!["models", "builtins", "plans"].includes(k)) throw new ConfigError(k, "unknown top-level key; expected `models` and optionally `builtins: false` and `plans`");
   }
   const builtins = (doc as { builtins?: unknown })?.builtins ?? true;
   if (typeof builtins !== "boolean") throw new ConfigError("builtins", "expected true or false");
-  return { models: parseModels(doc), builtins };
+  const models = parseModels(doc);
+  return { models, builtins, plans: parsePlans((doc as { plans?: unknown })?.plans) };
+}
+
+/**
+ * `plans:` — a list of `{id, name?, adjustmentPercent?, models?: {<model id>: {inputPerMillion, …}}}`.
+ * Model ids are checked against the served models at boot (a plan may name a built-in model).
+ */
+export function parsePlans(list: unknown): PlanConfig[] {
+  if (list === undefined) return [];
+  if (!Array.isArray(list)) throw new ConfigError("plans", "expected a list of plans");
+  const seen = new Set<string>();
+  return list.map((p, i) => {
+    const at = (k: string) => `plans[${i}]${k ? "." + k : ""}`;
+    if (!p || typeof p !== "object" || Array.isArray(p)) throw new ConfigError(at(""), "expected an object");
+    const o = p as Record<string, unknown>;
+    for (const k of Object.keys(o)) if (!["id", "name", "adjustmentPercent", "models"].includes(k)) throw new ConfigError(at(k), "unknown key; expected id, name, adjustmentPercent, models");
+    if (typeof o.id !== "string" || !/^[A-Za-z0-9][\w.:-]{0,63}$/.test(o.id)) throw new ConfigError(at("id"), "expected a plan id (letters, digits, . _ : -; at most 64)");
+    if (seen.has(o.id)) throw new ConfigError(at("id"), `duplicate plan id "${o.id}"`);
+    seen.add(o.id);
+    const pct = o.adjustmentPercent ?? 0;
+    const bp = typeof pct === "number" ? Math.round(pct * 100) : NaN;
+    if (typeof pct !== "number" || !Number.isFinite(pct) || pct < -100 || pct > 1000 || Math.abs(bp - pct * 100) > 1e-6) throw new ConfigError(at("adjustmentPercent"), "expected a percentage from -100 to 1000 with at most two decimals");
+    const models: Record<string, ModelPricing> = {};
+    if (o.models !== undefined) {
+      if (!o.models || typeof o.models !== "object" || Array.isArray(o.models)) throw new ConfigError(at("models"), "expected model id → prices");
+      for (const [id, prices] of Object.entries(o.models)) {
+        if (!prices || typeof prices !== "object" || Array.isArray(prices)) throw new ConfigError(at(`models.${id}`), "expected prices");
+        const [problem] = problemsWithPricing(prices, at(`models.${id}`));
+        if (problem) throw new ConfigError(at(`models.${id}`), problem);
+        const out = { ...(prices as ModelPricing) };
+        models[id] = out;
+      }
+    }
+    return { id: o.id, name: typeof o.name === "string" ? o.name : null, adjustmentBp: bp, models };
+  });
 }
 
 export function parseModels(doc: unknown): ModelConfig[] {

@@ -23,7 +23,9 @@ export class ApiError extends Error {
   readonly code: string | null;
   readonly param: string | null;
   readonly headers?: Record<string, string>;
-  constructor(status: number, type: ErrorType, message: string, opts: { code?: string | null; param?: string | null; headers?: Record<string, string>; cause?: unknown } = {}) {
+  /** extra fields of the error object beside message/type/param/code (a budget refusal's `budget` and `resets_at`) */
+  readonly details?: Record<string, unknown>;
+  constructor(status: number, type: ErrorType, message: string, opts: { code?: string | null; param?: string | null; headers?: Record<string, string>; details?: Record<string, unknown>; cause?: unknown } = {}) {
     super(message, { cause: opts.cause });
     this.name = "ApiError";
     this.status = status;
@@ -31,10 +33,11 @@ export class ApiError extends Error {
     this.code = opts.code ?? null;
     this.param = opts.param ?? null;
     this.headers = opts.headers;
+    this.details = opts.details;
   }
 
   toJSON() {
-    return { error: { message: this.message, type: this.type, param: this.param, code: this.code } };
+    return { error: { message: this.message, type: this.type, param: this.param, code: this.code, ...this.details } };
   }
 }
 

@@ -12,6 +12,7 @@ export interface Api {
   get<T = any>(path: string, signal?: AbortSignal): Promise<T>;
   post<T = any>(path: string, body?: unknown, signal?: AbortSignal): Promise<T>;
   patch<T = any>(path: string, body: unknown): Promise<T>;
+  put<T = any>(path: string, body: unknown): Promise<T>;
   /** the raw response (streams); throws ApiError on a non-2xx status */
   fetch(path: string, init: RequestInit): Promise<Response>;
 }
@@ -58,6 +59,7 @@ export function createApi(token: string, onUnauthorized: () => void): Api {
     get: (path, signal) => json(path, { signal }),
     post: (path, body, signal) => json(path, withBody("POST", body ?? {}, signal)),
     patch: (path, body) => json(path, withBody("PATCH", body)),
+    put: (path, body) => json(path, withBody("PUT", body)),
     fetch: request,
   };
 }

@@ -57,6 +57,7 @@ export function publicAccount(row: typeof accounts.$inferSelect, leased?: { idle
     available: row.balance - held,
     ...(leased ? { leased } : {}),
     limits: { requests_per_minute: row.rpmLimit, tokens_per_minute: row.tpmLimit, concurrent_video_jobs: row.videoConcurrencyLimit },
+    plan: row.planId,
     created_at: new Date(row.createdAt).toISOString(),
   };
 }

@@ -9,6 +9,7 @@ import { apiKeys } from "../db/schema/index.ts";
 import { ApiError } from "../errors.ts";
 import { randomId } from "../ids.ts";
 import { getAccount } from "./accounts.ts";
+import { moveKeyBudgets } from "../billing/budgets.ts";
 
 export const KEY_PREFIX = "rl-";
 
@@ -77,13 +78,13 @@ export async function revokeKey(tx: Tx, keyId: string) {
   return row ?? (await getKey(tx, keyId));
 }
 
-/** Revoke a key and issue a new one with the same name, scopes, models and limits, in one transaction. */
+/** Revoke a key and issue a new one with the same name, scopes, models, limits and budgets, in one transaction. */
 export async function rotateKey(db: Tx, keyId: string) {
   return db.transaction(async (tx) => {
     const old = await getKey(tx, keyId);
     if (old.revokedAt) throw new ApiError(400, "invalid_request_error", `API key '${keyId}' is revoked; create a new key instead.`, { code: "key_revoked" });
     await revokeKey(tx, keyId);
-    return createKey(tx, old.accountId, {
+    const created = await createKey(tx, old.accountId, {
       name: old.name,
       scopes: old.scopes as Scope[] | null,
       allowedModels: old.allowedModels,
@@ -91,6 +92,8 @@ export async function rotateKey(db: Tx, keyId: string) {
       tpmLimit: old.tpmLimit,
       videoConcurrencyLimit: old.videoConcurrencyLimit,
     });
+    await moveKeyBudgets(tx, old.accountId, keyId, created.record.id);
+    return created;
   });
 }
 
@@ -115,13 +118,14 @@ export interface KeyPrincipalRow {
   account_rpm_limit: number | null;
   account_tpm_limit: number | null;
   account_video_concurrency_limit: number | null;
+  plan_id: string | null;
 }
 
 export async function findKeyByHash(tx: Tx, hash: string): Promise<KeyPrincipalRow | undefined> {
   const rows = await query<KeyPrincipalRow>(tx, sql`
     SELECT k.id, k.account_id, k.prefix, k.hash, k.scopes, k.allowed_models, k.revoked_at IS NOT NULL AS revoked,
            k.rpm_limit, k.tpm_limit, k.video_concurrency_limit,
-           a.rpm_limit AS account_rpm_limit, a.tpm_limit AS account_tpm_limit, a.video_concurrency_limit AS account_video_concurrency_limit
+           a.rpm_limit AS account_rpm_limit, a.tpm_limit AS account_tpm_limit, a.video_concurrency_limit AS account_video_concurrency_limit, a.plan_id
     FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.hash = ${hash}`);
   return rows[0];
 }

@@ -37,6 +37,8 @@ export async function listUsage(tx: Tx, accountId: string, page: Page) {
     token_source: r.tokenSource,
     seconds: r.seconds,
     price_basis: r.priceBasis,
+    plan: r.plan,
+    pricing: r.pricing ? (JSON.parse(r.pricing) as Record<string, unknown>) : null,
     cost: r.cost,
     status: r.status,
     disconnected: r.disconnected,

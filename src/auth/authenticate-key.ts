@@ -19,6 +19,8 @@ export interface Principal {
   limits: { rpm: number | null; tpm: number | null; videoConcurrency: number | null };
   /** the account's own overrides (null: config default), for the per-account limit buckets */
   accountLimits?: { rpm: number | null; tpm: number | null };
+  /** the price plan the account pays (null or absent: list prices; src/billing/plans.ts) */
+  planId?: string | null;
 }
 
 interface CacheEntry {
@@ -88,6 +90,11 @@ export class KeyAuthenticator {
     for (const [hash, entry] of this.cache) if (entry.principal?.keyId === keyId) this.cache.delete(hash);
   }
 
+  /** Forget cached answers for every key of an account (its price plan changed on this instance). */
+  evictAccount(accountId: string) {
+    for (const [hash, entry] of this.cache) if (entry.principal?.accountId === accountId) this.cache.delete(hash);
+  }
+
   private async load(hash: string): Promise<Principal | null> {
     const row = await findKeyByHash(this.db, hash);
     if (!row || row.revoked) return null;
@@ -104,6 +111,7 @@ export class KeyAuthenticator {
         videoConcurrency: row.video_concurrency_limit ?? row.account_video_concurrency_limit,
       },
       accountLimits: { rpm: row.account_rpm_limit, tpm: row.account_tpm_limit },
+      planId: row.plan_id,
     };
   }
 

@@ -8,7 +8,8 @@
  *
  * `openCharge` approves the worst case (402 / 503 when it cannot); settle and release are
  * synchronous: the usage row and the money are written by the engine's next batch, and the
- * settlement is journaled before they return. Price: `priceOf`. Video jobs: job-charge.ts.
+ * settlement is journaled before they return. Price: `priceOf`, on the account's plan (`applyPlan`).
+ * Video jobs: job-charge.ts.
  */
 import type { Logger } from "../logger.ts";
 import type { Telemetry } from "../ops/hooks.ts";
@@ -16,7 +17,8 @@ import type { ModelPricing } from "../plugin-sdk/index.ts";
 import type { UsageFacts } from "../usage/record-usage.ts";
 import type { Approval, CreditEngine } from "./engine.ts";
 import type { Settlement } from "./settle-batch.ts";
-import { priceOf, type BillableUsage } from "./price.ts";
+import { applyPlan, pricingFacts, type PricePlan } from "./plans.ts";
+import { priceOf, type BillableUsage, type EffectivePricing } from "./price.ts";
 
 export interface ChargeSpec {
   accountId: string;
@@ -28,7 +30,10 @@ export interface ChargeSpec {
   route?: string;
   model: string;
   plugin: string;
-  pricing: ModelPricing;
+  /** the model's prices as the account pays them (applyPlan of its plan) */
+  pricing: EffectivePricing;
+  /** the account's price plan: a model that serves instead (a fallback) is priced on it too */
+  plan?: PricePlan | null;
   /** micro-dollars approved before the call (priceOf the worst case) */
   worstCase: number;
   /** ledger reason of the approval, e.g. "chat m: hold for 12 prompt + 16 output tokens" */
@@ -70,7 +75,7 @@ export class Charge {
    * usage row written, for that model. The approval stays as it was: it covered the dearest candidate.
    */
   servedBy(model: { id: string; plugin: string; pricing: ModelPricing }): void {
-    this.current = { ...this.current, model: model.id, plugin: model.plugin, pricing: model.pricing };
+    this.current = { ...this.current, model: model.id, plugin: model.plugin, pricing: applyPlan(this.current.plan, model.id, model.pricing) };
   }
 
   /** Charge what was used (once); returns the cost in micro-dollars. */
@@ -93,7 +98,7 @@ export class Charge {
   private close(mode: "settle" | "release", actual: number, o: OutcomeFacts, usage: BillableUsage | null) {
     const s = this.spec;
     if (o.anomaly) this.deps.logger.warn({ ref: s.ref, model: s.model, plugin: s.plugin, anomaly: o.anomaly }, "upstream usage not credible; billed on reelay's own count");
-    this.deps.billing.settle(this.approval, settlementOf(s, mode, actual, o, usage, Math.round(performance.now() - s.startedAt)));
+    this.deps.billing.settle(this.approval, settlementOf(s, mode, actual, o, usage, Math.round(performance.now() - s.startedAt), s.pricing));
   }
 }
 
@@ -108,7 +113,9 @@ export function settlementOf(
   o: OutcomeFacts,
   usage: BillableUsage | null,
   latencyMs: number,
+  pricing: EffectivePricing | null = null,
 ): Omit<Settlement, "holdId" | "cover"> {
+  const priced = pricing ? pricingFacts(pricing) : { plan: null, pricing: null };
   const row: UsageFacts = {
     accountId: s.accountId, keyId: s.keyId, ref: s.ref, kind: s.kind, model: s.model, plugin: s.plugin,
     promptTokens: usage?.promptTokens ?? null, completionTokens: usage?.completionTokens ?? null, seconds: usage?.seconds ?? null,
@@ -116,15 +123,18 @@ export function settlementOf(
     cachedTokens: usage?.cachedTokens || null, cacheWriteTokens: usage?.cacheWriteTokens || null,
     deliveredTokens: o.deliveredTokens ?? null, reportedTokens: o.reportedTokens ?? null, tokenSource: o.tokenSource ?? null,
     status: o.status, disconnected: o.disconnected ?? false, latencyMs: Math.min(2_147_483_647, latencyMs),
-    errorCode: o.errorCode ?? null, anomaly: o.anomaly ?? null, route: s.route ?? null,
+    errorCode: o.errorCode ?? null, anomaly: o.anomaly ?? null, route: s.route ?? null, plan: priced.plan, pricing: priced.pricing,
   };
   const what = s.kind === "video" ? `video ${s.ref}` : `${s.kind} ${s.model}`;
   const reason = mode === "settle" ? (s.kind === "video" ? `${what}: ${usage?.seconds ?? 0} s` : what) : `${what}${s.kind === "video" ? " failed" : ""}: ${o.errorCode ?? "nothing produced"}`;
   return { mode, actual, reason, usage: row };
 }
 
-/** Approve the request's worst case and return its charge. Throws 402 insufficient_quota or 503. */
+/**
+ * Approve the request's worst case, in the account and in the budget windows of its key and model,
+ * and return its charge. Throws 402 insufficient_quota or budget_exceeded, or 503.
+ */
 export async function openCharge(deps: ChargeDeps, spec: ChargeSpec): Promise<Charge> {
-  const approval = await deps.billing.approve({ accountId: spec.accountId, ref: spec.ref, amount: spec.worstCase, reason: spec.reason });
+  const approval = await deps.billing.approve({ accountId: spec.accountId, keyId: spec.keyId, model: spec.model, ref: spec.ref, amount: spec.worstCase, reason: spec.reason });
   return new Charge(deps, spec, approval);
 }

@@ -6,8 +6,10 @@
 import { sql } from "drizzle-orm";
 import { query, type Tx } from "../db/index.ts";
 import { insufficientQuota } from "../errors.ts";
-import { getBalance } from "./credits.ts";
+import { accountNotFound, getBalance } from "./credits.ts";
 import { randomId } from "../ids.ts";
+import { budgetExceeded, StaleBudgets, type RefusedWindow } from "./budget-refusal.ts";
+import { idList } from "./window-statements.ts";
 
 export interface Hold {
   id: string;
@@ -16,16 +18,79 @@ export interface Hold {
   ref: string;
 }
 
+/** What an exact hold reserves in besides the balance: budget windows, as of a budgets version. */
+export interface HoldWindows {
+  /** the windows the request counts in (their current periods) */
+  windows: readonly RefusedWindow[];
+  /** accounts.budgets_version the windows were read at; a different one makes the hold fail with StaleBudgets */
+  version: number;
+  /** the engine's clock (unix ms), for Retry-After */
+  now: number;
+}
+
 /**
- * Reserve `amount` if available >= amount. The conditional UPDATE is the whole check: Postgres
- * re-evaluates `balance - held >= amount` on the locked row, so concurrent holds cannot overspend.
+ * Reserve `amount` if the account has it available and every window in `budget` can take it. One
+ * statement: the account row and the windows are locked (in that order), checked, and updated
+ * together or not at all; Postgres re-reads the locked rows, so concurrent holds cannot overspend.
  * `expiresAt` null means the hold lives until its owner settles or releases it (a video job).
+ * Throws 402 insufficient_quota (the balance) or budget_exceeded (the tightest window that cannot
+ * take it), or StaleBudgets when the account's budgets changed since `budget.version`.
  */
-export async function hold(tx: Tx, input: { accountId: string; amount: number; ref: string; reason: string; expiresAt: Date | null }): Promise<Hold> {
+export async function hold(tx: Tx, input: { accountId: string; amount: number; ref: string; reason: string; expiresAt: Date | null; budget?: HoldWindows | null }): Promise<Hold> {
   const { accountId, amount, ref, reason, expiresAt } = input;
   if (!Number.isSafeInteger(amount) || amount < 0) throw new Error(`hold amount must be a non-negative integer, got ${amount}`);
   const id = randomId("hold");
   const kind = expiresAt ? "request" : "job";
+  const b = input.budget ?? null;
+  const ids = b ? b.windows.map((w) => w.id) : [];
+  if (ids.length === 0 && b === null) return plainHold(tx, { id, accountId, amount, ref, reason, expiresAt, kind });
+  const rows = await query<{ id: string | null; fresh: boolean; funds: boolean; available: number; short: string | null }>(tx, sql`
+    WITH acc AS (
+      SELECT id, balance, held, budgets_version FROM accounts WHERE id = ${accountId} FOR UPDATE
+    ), win AS (
+      -- the scalar subquery runs first (an InitPlan): the account is locked before any window
+      SELECT id, limit_amount, spent, held FROM budget_windows
+      WHERE id = ANY (${idList(ids)}) AND (SELECT count(*) FROM acc) >= 0 ORDER BY id FOR UPDATE
+    ), ok AS (
+      SELECT acc.id, acc.held, acc.balance - acc.held AS available,
+        acc.budgets_version = ${b?.version ?? 0} AS fresh,
+        acc.balance - acc.held >= ${amount} AS funds,
+        (SELECT count(*) FROM win WHERE limit_amount - spent - held >= ${amount}) = ${ids.length} AS room
+      FROM acc
+    ), a AS (
+      UPDATE accounts SET held = ok.held + ${amount} FROM ok WHERE accounts.id = ok.id AND ok.fresh AND ok.funds AND ok.room RETURNING accounts.id
+    ), wu AS (
+      UPDATE budget_windows SET held = win.held + ${amount} FROM win, a WHERE budget_windows.id = win.id
+    ), h AS (
+      INSERT INTO holds (id, account_id, ref, kind, amount, expires_at, windows)
+      SELECT ${id}, a.id, ${ref}, ${kind}, ${amount}, ${expiresAt?.toISOString() ?? null}::timestamptz, ${ids.length ? idList(ids) : null} FROM a
+      RETURNING id
+    ), l AS (
+      INSERT INTO ledger (account_id, kind, amount, held_change, hold_id, ref, reason)
+      SELECT ${accountId}, 'hold', 0, ${amount}, h.id, ${ref}, ${reason} FROM h
+    )
+    SELECT (SELECT id FROM h) AS id, ok.fresh, ok.funds, ok.available::float8 AS available,
+      (SELECT json_agg(json_build_object('id', id, 'left', limit_amount - spent - held))::text FROM win WHERE limit_amount - spent - held < ${amount}) AS short
+    FROM ok`);
+  const r = rows[0];
+  if (!r) throw accountNotFound(accountId);
+  if (r.id) return { id, accountId, amount, ref };
+  if (!r.fresh) throw new StaleBudgets(accountId);
+  // the tightest pot that cannot take it decides
+  const short = (r.short ? (JSON.parse(r.short) as Array<{ id: string; left: number }>) : []).map((s) => ({ ...s, left: Number(s.left) })).sort((x, y) => x.left - y.left)[0];
+  const available = Number(r.available);
+  if (short && (r.funds || short.left <= available)) return refuseWindow(b!, short, amount);
+  throw insufficientQuota(amount, available);
+}
+
+function refuseWindow(b: HoldWindows, short: { id: string; left: number }, amount: number): never {
+  const w = b.windows.find((x) => x.id === short.id)!;
+  throw budgetExceeded(w, amount, short.left, b.now);
+}
+
+/** The hold of a caller that knows no budgets (tests, tools): the balance only, as before windows existed. */
+async function plainHold(tx: Tx, h: { id: string; accountId: string; amount: number; ref: string; reason: string; expiresAt: Date | null; kind: string }): Promise<Hold> {
+  const { id, accountId, amount, ref, reason, expiresAt, kind } = h;
   const rows = await query<{ id: string }>(tx, sql`
     WITH a AS (
       UPDATE accounts SET held = held + ${amount} WHERE id = ${accountId} AND balance - held >= ${amount} RETURNING id
@@ -58,7 +123,7 @@ export async function sweepExpiredHolds(tx: Tx, limit = 500): Promise<number> {
         charged = CASE WHEN holds.kind = 'lease' THEN holds.charged ELSE 0 END,
         amount = CASE WHEN holds.kind = 'lease' THEN 0 ELSE holds.amount END
       FROM due WHERE holds.id = due.id
-      RETURNING holds.id, holds.account_id, due.amount, holds.ref, holds.kind
+      RETURNING holds.id, holds.account_id, due.amount, holds.ref, holds.kind, holds.windows
     ), per_account AS (
       SELECT account_id, sum(amount) AS total FROM h GROUP BY account_id
     ), locked AS (
@@ -68,6 +133,13 @@ export async function sweepExpiredHolds(tx: Tx, limit = 500): Promise<number> {
     ), a AS (
       -- locked.held, not accounts.held: the locked version is the newest (see settle-batch.ts)
       UPDATE accounts SET held = locked.held - locked.total FROM locked WHERE accounts.id = locked.id
+    ), per_window AS (
+      SELECT w, sum(amount) AS total FROM (SELECT unnest(windows) AS w, amount FROM h WHERE windows IS NOT NULL) x GROUP BY w
+    ), wl AS (
+      -- budget windows after the accounts (the lock order of every billing statement)
+      SELECT bw.id, bw.held, p.total FROM budget_windows bw JOIN per_window p ON p.w = bw.id WHERE (SELECT count(*) FROM locked) >= 0 ORDER BY bw.id FOR UPDATE OF bw
+    ), wu AS (
+      UPDATE budget_windows SET held = wl.held - wl.total FROM wl WHERE budget_windows.id = wl.id
     ), l AS (
       INSERT INTO ledger (account_id, kind, amount, held_change, hold_id, ref, reason)
       SELECT account_id, CASE WHEN kind = 'lease' THEN 'lease_return' ELSE 'release' END, 0, -amount, id, ref,

@@ -14,10 +14,9 @@
 import { sql } from "drizzle-orm";
 import { query, type Tx } from "../db/index.ts";
 import type { Telemetry } from "../ops/hooks.ts";
-import type { ModelPricing } from "../plugin-sdk/index.ts";
 import { settlementOf } from "./charge.ts";
-import { hold } from "./exact-holds.ts";
-import { priceOf, videoRate } from "./price.ts";
+import { hold, type HoldWindows } from "./exact-holds.ts";
+import { priceOf, videoRate, type EffectivePricing } from "./price.ts";
 import { settleOne } from "./settle-batch.ts";
 
 export interface JobChargeSpec {
@@ -30,17 +29,25 @@ export interface JobChargeSpec {
   seconds: number;
   /** output size ("1280x720"): picks the per-second price when the model prices sizes */
   size: string;
-  pricing: ModelPricing;
+  /** the model's prices as the account pays them (applyPlan) */
+  pricing: EffectivePricing;
   /** which price applied (videoRate's basis), for the usage row; fixed at submit */
   priceBasis?: string | null;
   /** the API route the job was submitted with ("/v1/videos/generations", "/v1/videos"), for the usage row */
   route?: string | null;
 }
 
-/** Hold price/s (at the job's size) × seconds for the job (402 when the account cannot afford it). */
-export async function openJobCharge(tx: Tx, j: Omit<JobChargeSpec, "keyId" | "plugin" | "priceBasis" | "route">): Promise<{ holdId: string; priceBasis: string }> {
+/**
+ * Hold price/s (at the job's size) × seconds for the job, in the account and in the budget windows
+ * it counts in (`budget`: the key's and the account's for this model, from the engine's
+ * `windows.holdWindows`). 402 insufficient_quota or budget_exceeded when it cannot; StaleBudgets
+ * when the budgets changed since `budget` was read (read them again and retry).
+ */
+export async function openJobCharge(tx: Tx, j: Omit<JobChargeSpec, "keyId" | "plugin" | "priceBasis" | "route"> & { budget?: HoldWindows | null }): Promise<{ holdId: string; priceBasis: string }> {
   const amount = priceOf(j.pricing, { seconds: j.seconds, size: j.size });
-  const h = await hold(tx, { accountId: j.accountId, amount, ref: j.jobId, reason: `video ${j.jobId}: ${j.model}, ${j.seconds} s at ${j.size}`, expiresAt: null });
+  const h = await hold(tx, { accountId: j.accountId, amount, ref: j.jobId, reason: `video ${j.jobId}: ${j.model}, ${j.seconds} s at ${j.size}`, expiresAt: null, budget: j.budget ?? null });
+  // a plan's prices go with the hold: the job's usage row records them when it settles, maybe on another instance
+  if (j.pricing.plan) await query(tx, sql`UPDATE holds SET pricing = ${JSON.stringify(j.pricing)} WHERE id = ${h.id}`);
   return { holdId: h.id, priceBasis: videoRate(j.pricing, j.size).basis };
 }
 
@@ -60,8 +67,10 @@ export class JobCharge {
    */
   async settle(tx: Tx): Promise<number> {
     const s = this.spec;
-    const held = s.holdId ? Number((await query<{ amount: number }>(tx, sql`SELECT amount::float8 AS amount FROM holds WHERE id = ${s.holdId}`))[0]?.amount ?? 0) : 0;
-    const settlement = settlementOf(this.row(), "settle", held, { status: 200 }, { seconds: s.seconds }, this.latency());
+    const h = s.holdId ? (await query<{ amount: number; pricing: string | null }>(tx, sql`SELECT amount::float8 AS amount, pricing FROM holds WHERE id = ${s.holdId}`))[0] : undefined;
+    const held = Number(h?.amount ?? 0);
+    const pricing = h?.pricing ? (JSON.parse(h.pricing) as EffectivePricing) : null;
+    const settlement = settlementOf(this.row(), "settle", held, { status: 200 }, { seconds: s.seconds }, this.latency(), pricing);
     settlement.usage.priceBasis = s.priceBasis ?? null;
     const r = await settleOne(tx, { holdId: s.holdId, cover: 0, ...settlement });
     this.charged = r.charged;

@@ -27,6 +27,8 @@ export class LeaseMem {
   closing = false;
   /** another instance asked for the idle credit back */
   asked = false;
+  /** the account's budgets changed since it was opened: approve nothing, give it back */
+  stale = false;
 
   constructor(readonly id: string, readonly accountId: string, reserved: number, validUntil: number, now: number) {
     this.reserved = reserved;
@@ -39,6 +41,22 @@ export class LeaseMem {
   }
 }
 
+/** The budget windows a slot's requests count in (none: the account's balance only). */
+export interface SlotScope {
+  /** the slot's key: the account id, with the window ids when there are any */
+  key: string;
+  ids: readonly string[];
+  /** accounts.budgets_version the windows were read at (null: not checked) */
+  version: number | null;
+  /** unix ms (the engine's clock) when the first window ends: no approval from the slot's lease after it */
+  endsAt: number;
+}
+
+/**
+ * One kind of request of an account on this instance: the account's, or, when budgets apply, the
+ * account's with one set of budget windows (a key's requests for some model). Each slot has its own
+ * lease, reserving in the account and in its windows.
+ */
 export class AccountSlot {
   lease: LeaseMem | null = null;
   /** decayed sum of worst cases approved: about the last `windowMs` of demand */
@@ -51,7 +69,17 @@ export class AccountSlot {
   /** worst cases of this account's requests running on exact holds */
   exactInflight = 0;
 
-  constructor(readonly accountId: string) {}
+  scope: SlotScope;
+
+  constructor(readonly accountId: string, scope?: SlotScope) {
+    this.scope = scope ?? { key: accountId, ids: [], version: null, endsAt: Infinity };
+  }
+
+  /** A slot that takes over from `other` (the next period of the same budgets) starts with its demand. */
+  inheritDemand(other: AccountSlot): void {
+    this.recent = other.recent;
+    this.at = other.at;
+  }
 
   /** Record a request's worst case; returns the demand seen before it (0 for a cold account). */
   noteDemand(amount: number, now: number, windowMs: number): number {

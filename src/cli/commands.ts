@@ -14,6 +14,8 @@ import * as keys from "../accounts/api-keys.ts";
 import { listLedger } from "../accounts/usage-and-ledger.ts";
 import { USAGE_COMMANDS } from "./usage-commands.ts";
 import { WEBHOOK_COMMANDS } from "./webhook-commands.ts";
+import { BUDGET_COMMANDS, budgetSpec } from "./budget-commands.ts";
+import { normaliseBudgets, setBudgets } from "../billing/budgets.ts";
 
 /** a mistake in the command line (exit 2 and the usage); main.ts recognises it by name, without importing this module */
 export class UsageError extends Error {
@@ -74,13 +76,18 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
     },
   },
   "keys create": {
-    usage: "keys create --account ACCOUNT_ID --name NAME [--scopes chat,embeddings,video] [--models m1,m2] [--rpm N] [--tpm N] [--video-concurrency N]",
+    usage: "keys create --account ACCOUNT_ID --name NAME [--scopes chat,embeddings,video] [--models m1,m2] [--rpm N] [--tpm N] [--video-concurrency N] [--budget PERIOD:LIMIT[:TIMEZONE[:MODEL,…]] …]",
     run: async (db, args) => {
+      const budgets = args.flatMap((a, i) => (a === "--budget" && args[i + 1] ? [args[i + 1]!] : a.startsWith("--budget=") ? [a.slice(9)] : []));
+      args = args.filter((a, i) => a !== "--budget" && args[i - 1] !== "--budget" && !a.startsWith("--budget="));
       const { values } = opts(args, { account: { type: "string", required: true }, name: { type: "string", required: true }, scopes: { type: "string" }, models: { type: "string" }, ...LIMIT_FLAGS });
       const scopes = list(values.scopes);
       for (const s of scopes ?? []) if (!keys.SCOPES.includes(s as keys.Scope)) throw new UsageError(`unknown scope "${s}" (chat, embeddings, video)`);
+      const specs = budgets.map((b) => budgetSpec(b, undefined));
+      normaliseBudgets(specs); // a bad budget creates no key
       const { key, record } = await keys.createKey(db, values.account!, { name: values.name!, scopes: scopes as keys.Scope[] | null, allowedModels: list(values.models), ...limitsFrom(values) });
-      return { ...keys.publicKey(record), key, note: "store this key now: reelay keeps only its hash" };
+      const views = specs.length ? await setBudgets(db, { accountId: values.account!, keyId: record.id }, specs, Date.now()) : undefined;
+      return { ...keys.publicKey(record), key, ...(views ? { budgets: views } : {}), note: "store this key now: reelay keeps only its hash" };
     },
   },
   "keys list": {
@@ -142,6 +149,7 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
   },
   ...USAGE_COMMANDS,
   ...WEBHOOK_COMMANDS,
+  ...BUDGET_COMMANDS,
 };
 
 export function findCommand(argv: string[]): { name: string; run: Command; rest: string[] } | null {

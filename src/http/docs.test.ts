@@ -177,9 +177,12 @@ describe("what is not JSON", () => {
     expect(Object.keys(op.responses[404].content)).toEqual(["application/json"]);
   });
 
-  test("`webhooks` lists the four events, each a signed POST of the event payload", () => {
+  test("`webhooks` lists the four job events and the budget event, each a signed POST of the event payload", () => {
     const types = ["video.generation.completed", "video.generation.failed", "video.generation.cancelled", "video.generation.processing"];
-    expect(Object.keys(spec.webhooks).sort()).toEqual([...types].sort());
+    expect(Object.keys(spec.webhooks).sort()).toEqual([...types, "budget.threshold_reached"].sort());
+    const budget = spec.webhooks["budget.threshold_reached"].post;
+    expect(budget.parameters.map((p: any) => p.name)).toEqual(["webhook-id", "webhook-timestamp", "webhook-signature"]);
+    expect(budget.requestBody.content["application/json"].schema.properties.data.required).toEqual(expect.arrayContaining(["window_id", "threshold", "limit", "spent", "resets_at"]));
     for (const type of types) {
       const post = spec.webhooks[type].post;
       expect(post.parameters.map((p: any) => p.name)).toEqual(["webhook-id", "webhook-timestamp", "webhook-signature"]);

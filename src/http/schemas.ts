@@ -13,6 +13,44 @@ export const ErrorEnvelope = t.Object(
   { examples: [{ error: { message: "Invalid API key provided.", type: "authentication_error", param: null, code: "invalid_api_key" } }] },
 );
 
+/**
+ * 402: not enough credits (`insufficient_quota`) or a budget window that cannot take the request
+ * (`budget_exceeded`, with `resets_at` and the window as extra fields of the error object, and
+ * Retry-After until the window resets). docs/budgets-and-plans.md.
+ */
+export const PaymentRequired = t.Object(
+  {
+    error: t.Object({
+      message: t.String(),
+      type: t.Literal("insufficient_quota"),
+      param: t.Null(),
+      code: t.UnionEnum(["insufficient_quota", "budget_exceeded"]),
+      resets_at: t.Optional(t.Nullable(t.String({ description: "budget_exceeded: when the window resets (null: a lifetime budget, never)" }))),
+      budget: t.Optional(t.Object({
+        id: t.String(),
+        window: t.String(),
+        scope: t.UnionEnum(["account", "key"]),
+        key_id: t.Nullable(t.String()),
+        period: t.UnionEnum(["day", "week", "month", "lifetime"]),
+        timezone: t.String(),
+        models: t.Nullable(t.Array(t.String())),
+        limit: t.Integer({ description: "micro-dollars per window" }),
+        remaining: t.Integer({ description: "what the window could still reserve, micro-dollars (less than this request's worst case)" }),
+      }, { description: "budget_exceeded: the window that refused (the tightest of the key's and the account's)" })),
+    }),
+  },
+  {
+    description: "Not enough credits, or a budget exceeded. Retry-After: until the budget's window resets; 1 when other instances are giving reserved credit back.",
+    examples: [{
+      error: {
+        message: "Budget exceeded: key key_Qw3r's daily budget (UTC) of $5.000000 (5000000 micro-dollars) has $0.000100 (100 micro-dollars) left; this request needs $0.000153 (153 micro-dollars). It resets at 2026-03-08T00:00:00.000Z.",
+        type: "insufficient_quota", param: null, code: "budget_exceeded", resets_at: "2026-03-08T00:00:00.000Z",
+        budget: { id: "bud_7fQm", window: "bud_7fQm@1772841600", scope: "key", key_id: "key_Qw3r", period: "day", timezone: "UTC", models: null, limit: 5_000_000, remaining: 100 },
+      },
+    }],
+  },
+);
+
 /** the usual error responses of an authenticated route, for the OpenAPI document */
 export const authErrors = { 401: ErrorEnvelope, 403: ErrorEnvelope, 429: ErrorEnvelope, 500: ErrorEnvelope };
 

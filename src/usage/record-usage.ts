@@ -8,7 +8,7 @@ import type { usageRecords } from "../db/schema/index.ts";
 
 export type UsageRow = typeof usageRecords.$inferInsert;
 /** a usage row whose cost is decided by the statement that moves the money */
-export type UsageFacts = Omit<UsageRow, "cost" | "id" | "createdAt">;
+export type UsageFacts = Omit<UsageRow, "cost" | "id" | "createdAt" | "budgetWindows">;
 
 const INT4_MAX = 2_147_483_647;
 /** integer columns: a value the column cannot hold becomes null rather than failing the whole batch */
@@ -21,16 +21,17 @@ export function usageJson(u: UsageFacts) {
     pt: int4(u.promptTokens), ca: int4(u.cachedTokens), cw: int4(u.cacheWriteTokens), ct: int4(u.completionTokens), dt: int4(u.deliveredTokens), rt: int4(u.reportedTokens),
     ts: u.tokenSource ?? null, sec: int4(u.seconds), st: int4(u.status) ?? 500, dc: u.disconnected ?? false,
     lat: int4(u.latencyMs), pl: u.plugin ?? null, ec: u.errorCode ?? null, an: u.anomaly ?? null, ro: u.route ?? null, pb: u.priceBasis ?? null,
+    pn: u.plan ?? null, pr: u.pricing ?? null,
   };
 }
 
 /** The record type of `usageJson` rows for json_to_recordset. */
 export const USAGE_JSON_COLUMNS = sql.raw(
-  "a text, r text, k text, kind text, model text, pt int, ca int, cw int, ct int, dt int, rt int, ts text, sec int, st int, dc boolean, lat int, pl text, ec text, an text, ro text, pb text",
+  "a text, r text, k text, kind text, model text, pt int, ca int, cw int, ct int, dt int, rt int, ts text, sec int, st int, dc boolean, lat int, pl text, ec text, an text, ro text, pb text, pn text, pr text",
 );
 
-/** INSERT the usage rows of `source` (a CTE with the USAGE_JSON_COLUMNS), `cost` given as SQL over it. */
-export function insertUsageFrom(source: SQL, cost: SQL): SQL {
-  return sql`INSERT INTO usage_records (account_id, key_id, ref, kind, model, prompt_tokens, cached_tokens, cache_write_tokens, completion_tokens, delivered_tokens, reported_tokens, token_source, seconds, cost, status, disconnected, latency_ms, plugin, error_code, anomaly, route, price_basis)
-    SELECT a, k, r, kind, model, pt, ca, cw, ct, dt, rt, ts, sec, ${cost}, st, dc, lat, pl, ec, an, ro, pb FROM ${source}`;
+/** INSERT the usage rows of `source` (a CTE with the USAGE_JSON_COLUMNS), `cost` and the budget windows it counted in given as SQL over it. */
+export function insertUsageFrom(source: SQL, cost: SQL, windows: SQL = sql`NULL::text[]`): SQL {
+  return sql`INSERT INTO usage_records (account_id, key_id, ref, kind, model, prompt_tokens, cached_tokens, cache_write_tokens, completion_tokens, delivered_tokens, reported_tokens, token_source, seconds, cost, status, disconnected, latency_ms, plugin, error_code, anomaly, route, price_basis, plan, pricing, budget_windows)
+    SELECT a, k, r, kind, model, pt, ca, cw, ct, dt, rt, ts, sec, ${cost}, st, dc, lat, pl, ec, an, ro, pb, pn, pr, ${windows} FROM ${source}`;
 }

@@ -22,8 +22,8 @@ export const FAST: billing.BillingConfig = {
 
 const logger = createLogger(testConfig({ REELAY_LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "error" }));
 
-export function newEngine(db: BillingDb["db"], over: Partial<billing.BillingConfig> = {}, dataDir: string | null = null) {
-  return new billing.CreditEngine({ db, logger, config: { ...FAST, ...over }, holdTtlMs: 60_000, instanceId: "test", dataDir });
+export function newEngine(db: BillingDb["db"], over: Partial<billing.BillingConfig> = {}, dataDir: string | null = null, clock?: () => number) {
+  return new billing.CreditEngine({ db, logger, config: { ...FAST, ...over }, holdTtlMs: 60_000, instanceId: "test", dataDir, clock });
 }
 
 let refs = 0;

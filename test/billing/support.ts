@@ -152,3 +152,36 @@ export async function expectInvariants(db: Tx, accountIds: string[]) {
     }
   }
 }
+
+export interface WindowRow {
+  id: string;
+  limit: number;
+  spent: number;
+  held: number;
+  /** Σ amount of the open holds and leases reserving in it */
+  openHolds: number;
+  /** Σ cost of the usage rows whose charge counted in it */
+  usageCost: number;
+}
+
+export async function windowRows(db: Tx, accountIds: string[]): Promise<WindowRow[]> {
+  const ids = sql.raw(`(${accountIds.map((a) => `'${a}'`).join(",")})`);
+  const rows = await query<{ id: string; limit_amount: number; spent: number; held: number; open_holds: number; usage_cost: number }>(db, sql`
+    SELECT w.id, w.limit_amount::float8 AS limit_amount, w.spent::float8 AS spent, w.held::float8 AS held,
+      (SELECT coalesce(sum(h.amount), 0) FROM holds h WHERE h.state = 'open' AND w.id = ANY (h.windows))::float8 AS open_holds,
+      (SELECT coalesce(sum(u.cost), 0) FROM usage_records u WHERE u.account_id = w.account_id AND w.id = ANY (u.budget_windows))::float8 AS usage_cost
+    FROM budget_windows w WHERE w.account_id IN ${ids} ORDER BY w.id`);
+  return rows.map((r) => ({ id: r.id, limit: Number(r.limit_amount), spent: Number(r.spent), held: Number(r.held), openHolds: Number(r.open_holds), usageCost: Number(r.usage_cost) }));
+}
+
+/**
+ * The invariants of budget windows, per window: what is charged and reserved in it never passes its
+ * limit, its held amount is the open holds and leases that list it, and its spent amount is the
+ * cost of the usage rows whose charge counted in it.
+ */
+export async function expectWindowInvariants(db: Tx, accountIds: string[]) {
+  for (const w of await windowRows(db, accountIds)) {
+    expect({ window: w.id, held: w.held, spent: w.spent, within: w.spent + w.held <= w.limit, nonNegative: w.spent >= 0 && w.held >= 0 })
+      .toEqual({ window: w.id, held: w.openHolds, spent: w.usageCost, within: true, nonNegative: true });
+  }
+}

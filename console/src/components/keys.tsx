@@ -3,6 +3,7 @@ import { useState } from "preact/hooks";
 import type { Api } from "../api.ts";
 import { fmtTime } from "../format.ts";
 import { useAction, useLoad } from "../hooks.ts";
+import { Budgets } from "./budgets.tsx";
 import { Async, Badge, CopyButton, ErrorBox, Field, Table } from "./ui.tsx";
 
 /** The key itself, shown once after create/rotate. */
@@ -48,6 +49,7 @@ function KeyActions(p: { api: Api; k: any; onChanged(): void; onSecret(s: string
 
 export function KeyTable(p: { api: Api; accountId?: string; refresh?: number }) {
   const [revoked, setRevoked] = useState(false);
+  const [open, setOpen] = useState<string | null>(null);
   const [secret, setSecret] = useState<string | null>(null);
   const keys = useLoad((sig) => p.api.get(`/admin/keys?limit=500&include_revoked=${revoked}${p.accountId ? `&account=${encodeURIComponent(p.accountId)}` : ""}`, sig), [p.accountId, revoked, p.refresh]);
   return (
@@ -59,7 +61,7 @@ export function KeyTable(p: { api: Api; accountId?: string; refresh?: number }) 
           <Table label="API keys">
             <thead><tr><th>Prefix</th><th>Name</th>{!p.accountId && <th>Account</th>}<th>Scopes</th><th>Models</th><th>Created</th><th>Last used</th><th><span class="sr-only">Actions</span></th></tr></thead>
             <tbody>
-              {d.data.map((k: any) => (
+              {d.data.map((k: any) => [
                 <tr class={k.revoked_at ? "dim" : ""}>
                   <td class="mono">{k.prefix}…</td>
                   <td>{k.name}</td>
@@ -68,9 +70,19 @@ export function KeyTable(p: { api: Api; accountId?: string; refresh?: number }) 
                   <td>{k.allowed_models ? k.allowed_models.join(", ") : "all"}</td>
                   <td>{fmtTime(k.created_at)}</td>
                   <td>{k.last_used_at ? fmtTime(k.last_used_at) : "never"}</td>
-                  <td><KeyActions api={p.api} k={k} onChanged={keys.reload} onSecret={setSecret} /></td>
-                </tr>
-              ))}
+                  <td>
+                    <div class="row tight">
+                      {!k.revoked_at && <button type="button" class="secondary" aria-expanded={open === k.id} aria-label={`Budgets of key ${k.prefix}`} onClick={() => setOpen(open === k.id ? null : k.id)}>Budgets</button>}
+                      <KeyActions api={p.api} k={k} onChanged={keys.reload} onSecret={setSecret} />
+                    </div>
+                  </td>
+                </tr>,
+                open === k.id && (
+                  <tr class="key-budgets">
+                    <td colSpan={p.accountId ? 7 : 8}><Budgets api={p.api} path={`/admin/keys/${encodeURIComponent(k.id)}/budgets`} label={`Budgets of key ${k.prefix}`} /></td>
+                  </tr>
+                ),
+              ])}
             </tbody>
           </Table>
         )}

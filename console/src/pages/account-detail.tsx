@@ -1,5 +1,6 @@
 import { useState } from "preact/hooks";
 import type { Api } from "../api.ts";
+import { Budgets, PlanPicker } from "../components/budgets.tsx";
 import { CreateKey, KeyTable } from "../components/keys.tsx";
 import { Async, Card, ErrorBox, Field, Segmented, Stat, Table } from "../components/ui.tsx";
 import { UsdInput, usdState } from "../components/usd-input.tsx";
@@ -129,6 +130,10 @@ export function AccountDetail(p: { api: Api; id: string }) {
         <Card title="Grant credits"><CreditForm api={p.api} id={p.id} kind="grant" onDone={bump} /></Card>
         <Card title="Adjust credits"><CreditForm api={p.api} id={p.id} kind="adjust" onDone={bump} /></Card>
         <Card title="Rate limits">{a ? <LimitsForm api={p.api} acct={a} onDone={bump} /> : null}</Card>
+      </div>
+      <div class="grid-2 wide-left">
+        <Card title="Account budgets"><Budgets api={p.api} path={`/admin/accounts/${encodeURIComponent(p.id)}/budgets`} label="Account budgets" refresh={refresh} /></Card>
+        <Card title="Price plan">{a ? <PlanPicker api={p.api} accountId={p.id} current={a.plan ?? null} onDone={bump} /> : null}</Card>
       </div>
       <Card title="Usage" actions={<Segmented<RangeKey> label="Usage range" value={range} onChange={setRange} options={Object.entries(RANGES).map(([k, v]) => [k as RangeKey, v.label])} />}>
         <Async state={ts}>{(d: any) => <UsageCharts ts={d} perModel />}</Async>

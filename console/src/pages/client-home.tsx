@@ -1,5 +1,6 @@
 import { useState } from "preact/hooks";
 import type { Api } from "../api.ts";
+import { BudgetBars } from "../components/budgets.tsx";
 import { Async, Card, ErrorBox, Segmented, Stat, Table } from "../components/ui.tsx";
 import { RANGES, timeseriesQuery, UsageCharts, type RangeKey } from "../components/usage-charts.tsx";
 import { fmtInt, fmtMs, fmtTime } from "../format.ts";
@@ -50,7 +51,9 @@ export function ClientHome(p: { api: Api }) {
         <Stat label="Balance" value={a ? formatUsd(a.balance) : "…"} />
         <Stat label="Held" value={a ? formatUsd(a.held) : "…"} hint="reserved by requests and jobs in progress" />
         <Stat label="Available" value={a ? formatUsd(a.available) : "…"} />
+        {a?.plan && <Stat label="Price plan" value={a.plan} hint="your prices: GET /v1/models" />}
       </div>
+      {a && a.budgets.length > 0 && <Card title="Budgets"><BudgetBars budgets={a.budgets} /></Card>}
       <Card title="Usage over time" actions={<Segmented<RangeKey> label="Usage range" value={range} onChange={setRange} options={Object.entries(RANGES).map(([k, v]) => [k as RangeKey, v.label])} />}>
         <Async state={ts}>{(d: any) => <UsageCharts ts={d} perModel />}</Async>
       </Card>

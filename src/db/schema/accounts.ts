@@ -17,6 +17,10 @@ export const accounts = pgTable(
     rpmLimit: integer("rpm_limit"),
     tpmLimit: integer("tpm_limit"),
     videoConcurrencyLimit: integer("video_concurrency_limit"),
+    /** bumped by every change of the account's or its keys' budgets: a lease or cached set of windows from before is stale */
+    budgetsVersion: integer("budgets_version").notNull().default(0),
+    /** the price plan the account pays (null: list prices); a models-file or price_plans id */
+    planId: text("plan_id"),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [

@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { bigint, bigserial, check, index, pgTable, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
+import { bigint, bigserial, check, index, integer, pgTable, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
 import { accounts } from "./accounts.ts";
 
 /**
@@ -33,6 +33,12 @@ export const holds = pgTable(
     inFlight: bigint("in_flight", { mode: "number" }).notNull().default(0),
     /** lease: another instance asked the owner to give its idle credit back (account nearly empty) */
     returnRequestedAt: timestamp("return_requested_at", { withTimezone: true }),
+    /** budget windows it reserves `amount` in too (null: none); its charges count in them (src/billing/windows/) */
+    windows: text("windows").array(),
+    /** lease: the account's budgets_version when it was opened (a later change makes it stale) */
+    budgetsVersion: integer("budgets_version"),
+    /** job: the prices it was held at, as JSON (a price plan's; the job's usage row records them at settlement) */
+    pricing: text("pricing"),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
     closedAt: timestamp("closed_at", { withTimezone: true }),
   },

@@ -7,3 +7,4 @@ export * from "./usage-rollups.ts";
 export * from "./webhooks.ts";
 export * from "./responses.ts";
 export * from "./blobs.ts";
+export * from "./budgets.ts";

@@ -44,6 +44,12 @@ export const usageRecords = pgTable(
     errorCode: text("error_code"),
     /** what was not credible in the upstream's usage and how it was billed instead (e.g. "completion_tokens 1000000000 > 16 allowed") */
     anomaly: text("anomaly"),
+    /** the price plan the request was priced on (null: list prices) */
+    plan: text("plan"),
+    /** the prices applied (JSON: the model's rates after the plan, and the plan's adjustment in basis points) */
+    pricing: text("pricing"),
+    /** budget windows the charge counted in (those its approval reserved in) */
+    budgetWindows: text("budget_windows").array(),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [

@@ -1,6 +1,7 @@
 import { Elysia, t } from "elysia";
 import type { AppDeps } from "../../deps.ts";
-import { clientBalance } from "../../billing/index.ts";
+import { budgetViews, clientBalance } from "../../billing/index.ts";
+import { BudgetView } from "../budgets/model.ts";
 import { authErrors, PageQuery } from "../../http/schemas.ts";
 import { requireKey } from "../../http/require-key.ts";
 import { listUsage } from "../../accounts/usage-and-ledger.ts";
@@ -22,7 +23,9 @@ export const UsageRecord = t.Object({
   token_source: t.Nullable(t.String({ description: "`upstream`: billed on the upstream's usage; `local`: counted by reelay (a model running inside reelay, or an upstream whose count was missing or not credible); null when nothing was billed" })),
   seconds: t.Nullable(t.Integer({ description: "video: seconds of video billed; null otherwise" })),
   price_basis: t.Nullable(t.String({ description: "video: the price that applied, e.g. `perSecondBySize[1280x720]=100000` or `perSecond=30000` (micro-dollars per second)" })),
-  cost: t.Integer({ description: "micro-dollars charged (1 USD = 1,000,000); 0 for a failure" }),
+  plan: t.Nullable(t.String({ description: "the price plan the request was priced on (null: list prices)" })),
+  pricing: t.Nullable(t.Record(t.String(), t.Unknown(), { description: "with a plan: the prices applied (the model's rates after the plan's overrides), the plan's `adjustmentBp` (basis points of a percent applied to the rates not `overridden`)" })),
+  cost: t.Integer({ description: "micro-dollars charged (1 USD = 1,000,000); 0 for a failure: the exact price of the usage on these prices, rounded up once" }),
   status: t.Integer({ description: "the HTTP status answered (499: the client went away first); video: 200 completed, 500 failed, 499 cancelled" }),
   disconnected: t.Boolean({ description: "the client closed the connection before the answer ended" }),
   latency_ms: t.Nullable(t.Integer({ description: "request: from arrival to the last byte; video: from submit to the final status" })),
@@ -40,18 +43,25 @@ export const accountRoutes = (deps: AppDeps) =>
         // this instance's queued settlements land first: a client sees its own requests at once
         await deps.billing.sync();
         const b = await clientBalance(deps.database.db, principal.accountId);
-        return { object: "account" as const, id: principal.accountId, key_prefix: principal.keyPrefix, balance: b.balance, held: b.held, available: b.available, currency: "micro-USD" as const };
+        const budgets = await budgetViews(deps.database.db, principal.accountId, { account: true, keyId: principal.keyId }, deps.billing.now());
+        return {
+          object: "account" as const, id: principal.accountId, key_prefix: principal.keyPrefix, balance: b.balance, held: b.held, available: b.available, currency: "micro-USD" as const,
+          plan: principal.planId ?? null, budgets,
+        };
       },
       {
         detail: {
           summary: "Account balance",
-          description: "Credits of the calling key's account (integer micro-dollars: 1 USD = 1,000,000). `held`: the worst case of the account's requests and video jobs in flight; `available` = `balance` − `held`, what it can still spend. A request's charge shows here within a second of its response.",
+          description: "Credits of the calling key's account (integer micro-dollars: 1 USD = 1,000,000). `held`: the worst case of the account's requests and video jobs in flight; `available` = `balance` − `held`, what it can still spend. A request's charge shows here within a second of its response. `budgets`: the calling key's and the account's budgets, each with its current window (what a request may still reserve is the least `remaining` of the windows it counts in, and `available`). `plan`: the price plan the account pays (GET /v1/models shows its prices).",
           security: [{ bearer: [] }],
         },
         response: {
           200: t.Object(
-            { object: t.Literal("account"), id: t.String(), key_prefix: t.String(), balance: t.Integer(), held: t.Integer(), available: t.Integer(), currency: t.Literal("micro-USD") },
-            { examples: [{ object: "account", id: "acct_x", key_prefix: "rl-AbCd1234", balance: 5000000, held: 150000, available: 4850000, currency: "micro-USD" }] },
+            {
+              object: t.Literal("account"), id: t.String(), key_prefix: t.String(), balance: t.Integer(), held: t.Integer(), available: t.Integer(), currency: t.Literal("micro-USD"),
+              plan: t.Nullable(t.String()), budgets: t.Array(BudgetView),
+            },
+            { examples: [{ object: "account", id: "acct_x", key_prefix: "rl-AbCd1234", balance: 5000000, held: 150000, available: 4850000, currency: "micro-USD", plan: null, budgets: [] }] },
           ),
           ...authErrors,
         },

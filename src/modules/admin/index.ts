@@ -12,6 +12,7 @@ import { ErrorEnvelope, PageQuery } from "../../http/schemas.ts";
 import * as accounts from "../../accounts/accounts.ts";
 import * as keys from "../../accounts/api-keys.ts";
 import { listLedger } from "../../accounts/usage-and-ledger.ts";
+import { budgetError, normaliseBudgets, setBudgetsIn } from "../../billing/budgets.ts";
 import { AccountView, AccountsQuery, AdjustmentBody, CreateAccountBody, CreateKeyBody, GrantBody, KeyView, LedgerPage, Limits, listOf, UpstreamsList } from "./model.ts";
 import { upstreamReport, type ModelUpstreams } from "../../registry/upstream-report.ts";
 
@@ -129,13 +130,22 @@ export const adminRoutes = (deps: AppDeps) => {
     .post(
       "/accounts/:id/keys",
       async ({ params, body, set }) => {
-        const { key, record } = await keys.createKey(db, params.id, { name: body.name, scopes: body.scopes ?? null, allowedModels: body.models ?? null, ...toLimits(body) });
+        // budgets given with the key are set in the key's transaction: a bad budget creates no key
+        const budgets = body.budgets ? normaliseBudgets(body.budgets) : null;
+        const at = deps.billing.now();
+        const { key, record, views } = await db
+          .transaction(async (tx) => {
+            const created = await keys.createKey(tx, params.id, { name: body.name, scopes: body.scopes ?? null, allowedModels: body.models ?? null, ...toLimits(body) });
+            return { ...created, views: budgets ? await setBudgetsIn(tx, { accountId: params.id, keyId: created.record.id }, budgets, at) : undefined };
+          })
+          .catch((e) => Promise.reject(budgetError(e)));
+        if (budgets) deps.billing.windows.invalidate(params.id);
         set.status = 201;
-        return { ...keys.publicKey(record), key };
+        return { ...keys.publicKey(record), key, ...(views ? { budgets: views } : {}) };
       },
       {
         body: CreateKeyBody,
-        detail: { summary: "Create an API key", description: "Create an API key. The key is in this response only; reelay stores its hash.", security },
+        detail: { summary: "Create an API key", description: "Create an API key. The key is in this response only; reelay stores its hash. `budgets` sets the key's budgets at once (as PUT /admin/keys/{id}/budgets).", security },
         response: { 201: KeyView, ...adminErrors },
       },
     )
@@ -151,8 +161,9 @@ export const adminRoutes = (deps: AppDeps) => {
     .post("/keys/:id/rotate", async ({ params }) => {
       const { key, record } = await keys.rotateKey(db, params.id);
       deps.auth.evict(params.id);
+      deps.billing.windows.invalidate(record.accountId);
       return { ...keys.publicKey(record), key, replaces: params.id };
-    }, { detail: { summary: "Rotate a key", description: "Revoke a key and issue a new one with the same settings", security }, response: keyReply })
+    }, { detail: { summary: "Rotate a key", description: "Revoke a key and issue a new one with the same settings; its budgets move to the new key with what they have counted", security }, response: keyReply })
     .patch("/keys/:id/limits", async ({ params, body }) => {
       const row = await keys.setKeyLimits(db, params.id, toLimits(body));
       deps.auth.evict(params.id);

@@ -1,6 +1,7 @@
 /** Request and response schemas of the admin API (responses: what publicAccount / publicKey / listLedger return). */
 import { t } from "elysia";
 import { INT4_MAX, JsonInteger, MAX_CREDITS_PER_OPERATION } from "../../http/schemas.ts";
+import { BudgetSpecBody, BudgetView } from "../budgets/model.ts";
 
 /* ---------------------------------------------------------------- requests */
 
@@ -48,6 +49,7 @@ export const CreateKeyBody = t.Object(
     scopes: t.Optional(t.Nullable(t.Array(t.UnionEnum(["chat", "embeddings", "video"]), { maxItems: 3, description: "what the key may call (omit or null: everything)" }))),
     models: t.Optional(t.Nullable(t.Array(t.String({ minLength: 1, maxLength: 200 }), { maxItems: 1000, description: "model ids this key may use (omit or null: all)" }))),
     ...Limits,
+    budgets: t.Optional(t.Array(BudgetSpecBody, { maxItems: 20, description: "the key's budgets (see PUT /admin/keys/{id}/budgets)" })),
   },
   { examples: [{ name: "production", scopes: ["chat", "embeddings"] }] },
 );
@@ -80,6 +82,7 @@ export const AccountView = t.Object(
       leases: t.Integer({ description: "open credit leases (one per instance serving the account)" }),
     })),
     limits: LimitsView,
+    plan: t.Optional(t.Nullable(t.String({ description: "the price plan the account pays (null: list prices)" }))),
     created_at: t.String(),
   },
   { examples: [{ id: "acct_x8Kd", object: "account", name: "acme", balance: 5_000_000, held: 150_000, available: 4_850_000, limits: noLimits, created_at: "2026-11-21T10:00:00.000Z" }] },
@@ -100,6 +103,7 @@ export const KeyView = t.Object(
     revoked_at: t.Nullable(t.String()),
     key: t.Optional(t.String({ description: "the key itself: only in the answer that creates or rotates it" })),
     replaces: t.Optional(t.String({ description: "rotate: the id of the revoked key" })),
+    budgets: t.Optional(t.Array(BudgetView, { description: "creation with `budgets`: the key's budgets as set" })),
   },
   {
     examples: [

@@ -1,6 +1,6 @@
 import { Elysia } from "elysia";
 import type { AppDeps } from "../../deps.ts";
-import { authErrors, ErrorEnvelope } from "../../http/schemas.ts";
+import { authErrors, ErrorEnvelope, PaymentRequired } from "../../http/schemas.ts";
 import { requireKey } from "../../http/require-key.ts";
 import { ChatCompletion, ChatCompletionRequest } from "./model.ts";
 import { streamChat } from "./relay-stream.ts";
@@ -31,6 +31,6 @@ export const chatRoutes = (deps: AppDeps) =>
             "logprobs, n > 1) with a 400; when all their sequences and queue places are taken they answer 503 with Retry-After.",
           security: [{ bearer: [] }],
         },
-        response: { 200: ChatCompletion, 400: ErrorEnvelope, 402: ErrorEnvelope, 404: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope, 504: ErrorEnvelope, ...authErrors },
+        response: { 200: ChatCompletion, 400: ErrorEnvelope, 402: PaymentRequired, 404: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope, 504: ErrorEnvelope, ...authErrors },
       },
     );

@@ -8,7 +8,7 @@
  * finishAnswer / failChat, relayStream with its RelayFormat. One copy of the money and the logs.
  */
 import type { Principal } from "../../auth/authenticate-key.ts";
-import { ABSURD_TOKENS, openCharge, worstPriceOf, type Charge } from "../../billing/index.ts";
+import { ABSURD_TOKENS, applyPlan, openCharge, worstPriceOf, type Charge } from "../../billing/index.ts";
 import type { AppDeps } from "../../deps.ts";
 import { fallbackModels, resolveModel } from "../../registry/resolve-model.ts";
 import type { RequestFacts } from "../../ops/hooks.ts";
@@ -165,6 +165,8 @@ export async function prepareRequest<B>(deps: AppDeps, call: PipelineCall, model
   const promptEstimate = view.estimate();
   const choices = view.choices;
   call.note({ model: model.id });
+  // the account's prices (its price plan, or the list prices)
+  const plan = deps.billing.plans.get(call.principal.planId);
   // the hold covers the dearest candidate: whichever serves, its exact price fits in it
   let worst = { cost: -1, output: 0, model };
   let maxOutput = 0;
@@ -175,7 +177,7 @@ export async function prepareRequest<B>(deps: AppDeps, call: PipelineCall, model
     const output = clampOutput(body as Record<string, unknown>, m, promptEstimate);
     maxOutput = Math.max(maxOutput, output.maxOutput);
     // an absurd `n` or max_tokens makes an absurd worst case: a 402, not an arithmetic error
-    const cost = Math.min(Number.MAX_SAFE_INTEGER, worstPriceOf(m.pricing, { promptTokens: promptEstimate, completionTokens: output.maxOutput * choices }));
+    const cost = Math.min(Number.MAX_SAFE_INTEGER, worstPriceOf(applyPlan(plan, m.id, m.pricing), { promptTokens: promptEstimate, completionTokens: output.maxOutput * choices }));
     if (cost > worst.cost || (cost === worst.cost && output.maxOutput > worst.output)) worst = { cost, output: output.maxOutput, model: m };
     candidates.push({ model: m, chat: m.instance.chat!, forwarded: output.forwarded as B, allowed: chatAllowance(view.mediaParts, m, promptEstimate, output, choices) });
   }
@@ -183,7 +185,7 @@ export async function prepareRequest<B>(deps: AppDeps, call: PipelineCall, model
   const dearest = worst.model === model ? "" : ` (at the prices of fallback ${worst.model.id})`;
   const charge = await openCharge(deps, {
     accountId: call.principal.accountId, keyId: call.principal.keyId, ref: call.requestId, kind: "chat", route: call.route ?? "/v1/chat/completions",
-    model: model.id, plugin: model.plugin, pricing: model.pricing, worstCase: worst.cost, startedAt: call.startedAt,
+    model: model.id, plugin: model.plugin, pricing: applyPlan(plan, model.id, model.pricing), plan, worstCase: worst.cost, startedAt: call.startedAt,
     reason: `chat ${model.id}: hold for ${promptEstimate} prompt + ${worst.output * choices} output tokens${dearest}`,
   });
   const first = candidates[0]!;

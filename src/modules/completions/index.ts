@@ -1,6 +1,6 @@
 import { Elysia } from "elysia";
 import type { AppDeps } from "../../deps.ts";
-import { authErrors, ErrorEnvelope } from "../../http/schemas.ts";
+import { authErrors, ErrorEnvelope, PaymentRequired } from "../../http/schemas.ts";
 import { requireKey } from "../../http/require-key.ts";
 import { CompletionRequest, TextCompletion } from "./model.ts";
 import { createCompletion } from "./service.ts";
@@ -27,6 +27,6 @@ export const completionsRoutes = (deps: AppDeps) =>
             "the request fails and none is charged. Refused with a 400 naming the field: `suffix`, `echo: true`, `logprobs`, `best_of` > 1, token-id prompts, a streamed prompt array.",
           security: [{ bearer: [] }],
         },
-        response: { 200: TextCompletion, 400: ErrorEnvelope, 402: ErrorEnvelope, 404: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope, 504: ErrorEnvelope, ...authErrors },
+        response: { 200: TextCompletion, 400: ErrorEnvelope, 402: PaymentRequired, 404: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope, 504: ErrorEnvelope, ...authErrors },
       },
     );

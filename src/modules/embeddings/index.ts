@@ -1,6 +1,6 @@
 import { Elysia } from "elysia";
 import type { AppDeps } from "../../deps.ts";
-import { authErrors, ErrorEnvelope } from "../../http/schemas.ts";
+import { authErrors, ErrorEnvelope, PaymentRequired } from "../../http/schemas.ts";
 import { requireKey } from "../../http/require-key.ts";
 import { EmbeddingsBody, EmbeddingsResponse } from "./model.ts";
 import { createEmbeddings } from "./service.ts";
@@ -27,6 +27,6 @@ export const embeddingsRoutes = (deps: AppDeps) =>
             "Limits (OpenAI's, in tokens): 2,048 inputs, 8,192 tokens per input, 300,000 tokens per request; a model may set lower ones (400 `input_too_long` / `too_many_inputs` beyond them).",
           security: [{ bearer: [] }],
         },
-        response: { 200: EmbeddingsResponse, 400: ErrorEnvelope, 402: ErrorEnvelope, 404: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope, 504: ErrorEnvelope, ...authErrors },
+        response: { 200: EmbeddingsResponse, 400: ErrorEnvelope, 402: PaymentRequired, 404: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope, 504: ErrorEnvelope, ...authErrors },
       },
     );

@@ -3,7 +3,7 @@
  * plugin → charge settled on credible usage (or released on failure), with its usage row.
  */
 import type { Principal } from "../../auth/authenticate-key.ts";
-import { credibleCount, openCharge, priceOf, type Charge } from "../../billing/index.ts";
+import { applyPlan, credibleCount, openCharge, priceOf, type Charge } from "../../billing/index.ts";
 import type { AppDeps } from "../../deps.ts";
 import { ApiError, badRequest } from "../../errors.ts";
 import { clientErrorFrom, pluginErrorKind } from "../../http/plugin-errors.ts";
@@ -55,10 +55,11 @@ export async function createEmbeddings(
   const started = performance.now();
   // fallbacks that can take this request as sent; the hold covers the dearest of them
   const fallbacks = fallbackModels(deps, principal, model, "embeddings").filter((m) => body.dimensions === undefined || m.instance.embeddings!.supportsDimensions);
-  const worstCase = Math.max(...[model, ...fallbacks].map((m) => priceOf(m.pricing, { promptTokens: estimate })));
+  const plan = deps.billing.plans.get(principal.planId);
+  const worstCase = Math.max(...[model, ...fallbacks].map((m) => priceOf(applyPlan(plan, m.id, m.pricing), { promptTokens: estimate })));
   const charge = await openCharge(deps, {
     accountId: principal.accountId, keyId: principal.keyId, ref: opts.ref, kind: "embeddings", route: "/v1/embeddings", model: model.id, plugin: model.plugin,
-    pricing: model.pricing, worstCase, reason: `embeddings ${model.id}: hold for ${estimate} tokens`, startedAt: started,
+    pricing: applyPlan(plan, model.id, model.pricing), plan, worstCase, reason: `embeddings ${model.id}: hold for ${estimate} tokens`, startedAt: started,
   });
 
   let result: EmbeddingsResult;

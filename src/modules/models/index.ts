@@ -4,6 +4,7 @@ import { modelNotFound } from "../../errors.ts";
 import { authErrors, ErrorEnvelope } from "../../http/schemas.ts";
 import { requireKey } from "../../http/require-key.ts";
 import { keyMayUse, type RegisteredModel } from "../../registry/model-registry.ts";
+import { applyPlan, effectiveRate, effectiveSizeRates, type PricePlan } from "../../billing/index.ts";
 
 const Model = t.Object(
   {
@@ -16,13 +17,14 @@ const Model = t.Object(
     }),
     description: t.Optional(t.String({ description: "what the model does, when its plugin or the models file says (reelay extension)" })),
     pricing: t.Optional(t.Object({
-      input_per_million: t.Optional(t.Integer()),
-      output_per_million: t.Optional(t.Integer()),
-      cached_input_per_million: t.Optional(t.Integer({ description: "per million input tokens read from the upstream's prompt cache (absent: the input price)" })),
-      cache_write_per_million: t.Optional(t.Integer({ description: "per million input tokens written to the upstream's prompt cache (absent: the input price)" })),
-      per_second: t.Optional(t.Integer()),
-      per_second_by_size: t.Optional(t.Record(t.String(), t.Integer())),
-    }, { description: "the model's prices in micro-dollars (1 USD = 1,000,000): per million input / output tokens (cached and cache-write input tokens at their own prices when set), per second of video, per second of video at a size (over per_second for that size) (reelay extension)" })),
+      input_per_million: t.Optional(t.Number()),
+      output_per_million: t.Optional(t.Number()),
+      cached_input_per_million: t.Optional(t.Number({ description: "per million input tokens read from the upstream's prompt cache (absent: the input price)" })),
+      cache_write_per_million: t.Optional(t.Number({ description: "per million input tokens written to the upstream's prompt cache (absent: the input price)" })),
+      per_second: t.Optional(t.Number()),
+      per_second_by_size: t.Optional(t.Record(t.String(), t.Number())),
+      plan: t.Optional(t.String({ description: "the price plan of the key's account these prices come from (absent: list prices); a plan's adjusted rates may have a fraction of a micro-dollar, a request's cost is computed exactly and rounded up once" })),
+    }, { description: "the model's prices as the key's account pays them, in micro-dollars (1 USD = 1,000,000): per million input / output tokens (cached and cache-write input tokens at their own prices when set), per second of video, per second of video at a size (over per_second for that size) (reelay extension)" })),
     video: t.Optional(t.Object({
       sizes: t.Array(t.String()),
       seconds: t.Array(t.Integer()),
@@ -45,20 +47,24 @@ const anthropicView = (m: RegisteredModel) => ({
 /** The client speaks Anthropic's API: its SDKs and Claude Code always send anthropic-version. */
 const anthropic = (request: Request) => request.headers.has("anthropic-version");
 
-const view = (m: RegisteredModel) => ({
+const view = (m: RegisteredModel, plan: PricePlan | null) => ({
   id: m.id, object: "model" as const, created: m.createdAt, owned_by: m.ownedBy, capabilities: m.capabilities, ...(m.description ? { description: m.description } : {}),
-  pricing: pricingView(m),
+  pricing: pricingView(m, plan),
   ...(m.video ? { video: { sizes: [...m.video.sizes], seconds: [...m.video.seconds], remix: m.video.remix } } : {}),
 });
 
-function pricingView({ pricing: p }: RegisteredModel) {
+/** The prices the key's account pays: its price plan applied (src/billing/plans.ts). */
+function pricingView(m: RegisteredModel, plan: PricePlan | null) {
+  const p = applyPlan(plan, m.id, m.pricing);
+  const bySize = effectiveSizeRates(p);
   return {
-    ...(p.inputPerMillion !== undefined ? { input_per_million: p.inputPerMillion } : {}),
-    ...(p.outputPerMillion !== undefined ? { output_per_million: p.outputPerMillion } : {}),
-    ...(p.cachedInputPerMillion !== undefined ? { cached_input_per_million: p.cachedInputPerMillion } : {}),
-    ...(p.cacheWritePerMillion !== undefined ? { cache_write_per_million: p.cacheWritePerMillion } : {}),
-    ...(p.perSecond !== undefined ? { per_second: p.perSecond } : {}),
-    ...(p.perSecondBySize ? { per_second_by_size: { ...p.perSecondBySize } } : {}),
+    ...(p.inputPerMillion !== undefined ? { input_per_million: effectiveRate(p, "inputPerMillion")! } : {}),
+    ...(p.outputPerMillion !== undefined ? { output_per_million: effectiveRate(p, "outputPerMillion")! } : {}),
+    ...(p.cachedInputPerMillion !== undefined ? { cached_input_per_million: effectiveRate(p, "cachedInputPerMillion")! } : {}),
+    ...(p.cacheWritePerMillion !== undefined ? { cache_write_per_million: effectiveRate(p, "cacheWritePerMillion")! } : {}),
+    ...(p.perSecond !== undefined ? { per_second: effectiveRate(p, "perSecond")! } : {}),
+    ...(bySize ? { per_second_by_size: bySize } : {}),
+    ...(p.plan ? { plan: p.plan } : {}),
   };
 }
 
@@ -72,7 +78,8 @@ export const modelRoutes = (deps: AppDeps) =>
       "/models",
       ({ principal, request }) => {
         const models = deps.registry.list().filter((m) => keyMayUse(m, principal));
-        if (!anthropic(request)) return { object: "list" as const, data: models.map(view) };
+        const plan = deps.billing.plans.get(principal.planId);
+        if (!anthropic(request)) return { object: "list" as const, data: models.map((m) => view(m, plan)) };
         return { data: models.map(anthropicView), has_more: false, first_id: models[0]?.id ?? null, last_id: models.at(-1)?.id ?? null };
       },
       {
@@ -89,7 +96,7 @@ export const modelRoutes = (deps: AppDeps) =>
       ({ principal, params, request }) => {
         const m = deps.registry.get(params.model);
         if (!m || !keyMayUse(m, principal)) throw modelNotFound(params.model);
-        return anthropic(request) ? anthropicView(m) : view(m);
+        return anthropic(request) ? anthropicView(m) : view(m, deps.billing.plans.get(principal.planId));
       },
       {
         params: t.Object({ model: t.String() }),

@@ -5,7 +5,7 @@
  */
 import { Elysia, t } from "elysia";
 import type { AppDeps } from "../../deps.ts";
-import { authErrors, ErrorEnvelope } from "../../http/schemas.ts";
+import { authErrors, ErrorEnvelope, PaymentRequired } from "../../http/schemas.ts";
 import { requireKey } from "../../http/require-key.ts";
 import { videoContent } from "../videos/content.ts";
 import { CONTENT_GET_DOCS, CONTENT_HEAD_DOCS } from "../videos/stream-docs.ts";
@@ -41,7 +41,7 @@ export const openAiVideoRoutes = (deps: AppDeps) =>
           security,
           requestBody: { required: true, content: { "application/json": jsonOf(CreateBody), "multipart/form-data": jsonOf(CreateBody) } },
         },
-        response: { 200: Video, 400: ErrorEnvelope, 402: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 413: ErrorEnvelope, 503: ErrorEnvelope, ...authErrors },
+        response: { 200: Video, 400: ErrorEnvelope, 402: PaymentRequired, 404: ErrorEnvelope, 409: ErrorEnvelope, 413: ErrorEnvelope, 503: ErrorEnvelope, ...authErrors },
       },
     )
     .get("/videos", ({ principal, query }) => listOpenAiVideos(deps, principal.accountId, { limit: query.limit ?? 20, after: query.after, order: query.order ?? "desc" }), {

@@ -2,7 +2,7 @@ import { Elysia, t } from "elysia";
 import { every, type BackgroundTask } from "../../background.ts";
 import type { AppDeps } from "../../deps.ts";
 import { badRequest } from "../../errors.ts";
-import { authErrors, ErrorEnvelope } from "../../http/schemas.ts";
+import { authErrors, ErrorEnvelope, PaymentRequired } from "../../http/schemas.ts";
 import { requireKey } from "../../http/require-key.ts";
 import { InputItemsQuery, ResponseIdParams, ResponseObject, ResponsesRequest } from "./model.ts";
 import { reasoningSeal } from "./reasoning-seal.ts";
@@ -39,7 +39,7 @@ export const responsesRoutes = (deps: AppDeps, seal = reasoningSeal(deps.config)
             STORAGE,
           security: [{ bearer: [] }],
         },
-        response: { 200: ResponseObject, 400: ErrorEnvelope, 402: ErrorEnvelope, 404: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope, 504: ErrorEnvelope, ...authErrors },
+        response: { 200: ResponseObject, 400: ErrorEnvelope, 402: PaymentRequired, 404: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope, 504: ErrorEnvelope, ...authErrors },
       },
     )
     .get(

@@ -5,7 +5,7 @@
 import { Elysia, t } from "elysia";
 import type { AppDeps } from "../../deps.ts";
 import type { BackgroundTask } from "../../background.ts";
-import { authErrors, ErrorEnvelope } from "../../http/schemas.ts";
+import { authErrors, ErrorEnvelope, PaymentRequired } from "../../http/schemas.ts";
 import { requireKey } from "../../http/require-key.ts";
 import { cancelVideo } from "./cancel.ts";
 import { ListQuery, SubmitBody, SubmitReply, VideoJob, VideoList } from "./model.ts";
@@ -39,7 +39,7 @@ export const videoRoutes = (deps: AppDeps) =>
           description: "Answers 202 with the queued job; poll GET /v1/videos/generations/{id} (the same job is readable as GET /v1/videos/{id}). Holds the model's price per second (at the requested size, when it prices sizes) × seconds now; charged only on completion. `size` and `seconds` must be ones the model takes (a 400 lists them; GET /v1/models shows them). Exactly one of `image` (base64 or data URL: PNG, JPEG, WebP) and `image_url` (http/https, downloaded once now). An `Idempotency-Key` header makes retries safe: the same key and body return the same job (200); a different body is a 409.",
           security,
         },
-        response: { 200: SubmitReply, 202: SubmitReply, 400: ErrorEnvelope, 402: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 413: ErrorEnvelope, ...authErrors },
+        response: { 200: SubmitReply, 202: SubmitReply, 400: ErrorEnvelope, 402: PaymentRequired, 404: ErrorEnvelope, 409: ErrorEnvelope, 413: ErrorEnvelope, ...authErrors },
       },
     )
     .get("/videos/generations", ({ principal, query }) => listVideos(deps.database.db, principal.accountId, { limit: query.limit ?? 20, after: query.after }), {

@@ -9,7 +9,8 @@
 import { createHash, randomInt } from "node:crypto";
 import { sql } from "drizzle-orm";
 import type { Principal } from "../../auth/authenticate-key.ts";
-import { openJobCharge } from "../../billing/index.ts";
+import { applyPlan, openJobCharge, StaleBudgets } from "../../billing/index.ts";
+import type { HoldWindows } from "../../billing/exact-holds.ts";
 import { isBlobStoreError } from "../../blob-store/index.ts";
 import { randomId } from "../../ids.ts";
 import type { AppDeps } from "../../deps.ts";
@@ -88,9 +89,10 @@ export async function submitVideo(deps: AppDeps, principal: Principal, sub: Vide
     throw isBlobStoreError(e) ? storageUnavailable(e) : e;
   });
 
-  let kept = false;
-  try {
-    const outcome = await db.transaction(async (tx) => {
+  // the account's prices (its price plan); the budget windows the job counts in are read before each attempt (not inside the transaction: PGlite has one connection)
+  const pricing = applyPlan(deps.billing.plans.get(principal.planId), model.id, model.pricing);
+  const submitIn = (budget: HoldWindows) =>
+    db.transaction(async (tx) => {
       // serialises this key's submits, so "count active jobs, then insert" cannot be raced past the limit;
       // the count is in the database, so the limit holds across instances and restarts
       await tx.execute(sql`SELECT pg_advisory_xact_lock(${SUBMIT_LOCK_NS}, hashtext(${principal.keyId}))`);
@@ -107,7 +109,7 @@ export async function submitVideo(deps: AppDeps, principal: Principal, sub: Vide
           });
         }
       }
-      const { holdId, priceBasis } = await openJobCharge(tx, { accountId: principal.accountId, jobId: id, model: model.id, seconds, size, pricing: model.pricing });
+      const { holdId, priceBasis } = await openJobCharge(tx, { accountId: principal.accountId, jobId: id, model: model.id, seconds, size, pricing, budget });
       const createdAt = await insertJob(tx, {
         id, accountId: principal.accountId, keyId: principal.keyId, model: model.id, prompt: sub.prompt, negativePrompt: sub.negativePrompt ?? null,
         seed, steps: sub.steps ?? null, seconds, width, height, imageMime: image.mime, blobStore: store.name, priceBasis, remixedFrom: sub.remixedFrom ?? null, route: sub.route,
@@ -117,6 +119,28 @@ export async function submitVideo(deps: AppDeps, principal: Principal, sub: Vide
       if (!createdAt) throw new IdempotencyRace();
       return { createdAt };
     });
+
+  let kept = false;
+  try {
+    let outcome: Awaited<ReturnType<typeof submitIn>>;
+    for (let attempt = 0, reclaimed = false; ; attempt++) {
+      try {
+        outcome = await submitIn(await deps.billing.windows.holdWindows(principal.accountId, principal.keyId, model.id));
+        break;
+      } catch (e) {
+        // the account's budgets changed since they were read: read them again
+        if (e instanceof StaleBudgets && attempt < 4) {
+          deps.billing.windows.invalidate(principal.accountId);
+          continue;
+        }
+        // a 402 is final only once the credit instances reserved ahead for the account was offered back (as for every request)
+        if (e instanceof ApiError && e.status === 402 && !reclaimed) {
+          reclaimed = true;
+          if (await deps.billing.offerBack(principal.accountId)) continue;
+        }
+        throw e;
+      }
+    }
     if ("replayOf" in outcome) return replay(outcome.replayOf!, requestHash!);
     kept = true;
     deps.telemetry.videoTransition({ jobId: id, model: model.id, from: null, to: "queued", accountId: principal.accountId });

@@ -1,8 +1,11 @@
 /** Request and response schemas of the webhook routes, and the event types. */
 import { t } from "elysia";
 
-/** Final events are always available; `.processing` (the provider accepted the job) is opt-in. */
-export const EVENT_TYPES = ["video.generation.completed", "video.generation.failed", "video.generation.cancelled", "video.generation.processing"] as const;
+/**
+ * Final events are always available; `.processing` (the provider accepted the job) is opt-in, and
+ * so is `budget.threshold_reached` (a budget window's spending reached one of its thresholds).
+ */
+export const EVENT_TYPES = ["video.generation.completed", "video.generation.failed", "video.generation.cancelled", "video.generation.processing", "budget.threshold_reached"] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 /** a job's own webhook_url gets these; endpoints get them unless they choose */
 export const FINAL_EVENTS: readonly EventType[] = ["video.generation.completed", "video.generation.failed", "video.generation.cancelled"];
@@ -144,6 +147,39 @@ export const EventPayload = t.Object(
 );
 export type EventPayload = typeof EventPayload.static;
 
+/** `budget.threshold_reached`: a budget window's spending reached one of its thresholds (once per window and threshold). */
+export const BudgetEventPayload = t.Object(
+  {
+    type: t.Literal("budget.threshold_reached"),
+    timestamp: t.String({ description: "when the event was queued (ISO 8601)" }),
+    data: t.Object({
+      object: t.Literal("budget.threshold"),
+      budget_id: t.String(),
+      window_id: t.String({ description: "the period: one event per window and threshold, ever" }),
+      scope: t.UnionEnum(["account", "key"]),
+      key_id: t.Nullable(t.String()),
+      period: t.UnionEnum(["day", "week", "month", "lifetime"]),
+      timezone: t.String(),
+      models: t.Nullable(t.Array(t.String())),
+      threshold: t.Integer({ description: "percent of the limit" }),
+      limit: t.Integer({ description: "micro-dollars" }),
+      spent: t.Integer({ description: "micro-dollars spent in the window when the threshold was crossed" }),
+      window_starts_at: t.String(),
+      resets_at: t.Nullable(t.String()),
+      reached_at: t.String(),
+    }),
+  },
+  {
+    examples: [{
+      type: "budget.threshold_reached", timestamp: "2026-09-24T16:02:11.480Z",
+      data: {
+        object: "budget.threshold", budget_id: "bud_7fQm", window_id: "bud_7fQm@1788213600", scope: "key", key_id: "key_Qw3r", period: "month", timezone: "Europe/Paris", models: null,
+        threshold: 80, limit: 50_000_000, spent: 40_012_400, window_starts_at: "2026-08-31T22:00:00.000Z", resets_at: "2026-09-30T22:00:00.000Z", reached_at: "2026-09-24T16:02:11.210Z",
+      },
+    }],
+  },
+);
+
 const signatureHeaders = [
   { name: "webhook-id", in: "header" as const, required: true, description: "the delivery's id (msg_…): the same on every retry and replay; deduplicate on it", schema: { type: "string" } },
   { name: "webhook-timestamp", in: "header" as const, required: true, description: "unix seconds of this attempt; refuse values more than 5 minutes away from your clock", schema: { type: "string" } },
@@ -154,11 +190,11 @@ const signatureHeaders = [
 export const WEBHOOKS_OPENAPI = Object.fromEntries(
   EVENT_TYPES.map((type) => [type, {
     post: {
-      summary: `${type}${type.endsWith(".processing") ? " (opt-in: the provider accepted the job)" : ""}`,
+      summary: `${type}${type.endsWith(".processing") ? " (opt-in: the provider accepted the job)" : type.startsWith("budget.") ? " (opt-in: a budget window reached a threshold)" : ""}`,
       description: "Signed per Standard Webhooks. Answer 2xx within REELAY_WEBHOOK_TIMEOUT_MS (10 s) to acknowledge; 410 disables the endpoint; anything else is retried with exponential backoff for up to 24 h.",
       tags: ["webhooks"],
       parameters: signatureHeaders,
-      requestBody: { required: true, content: { "application/json": { schema: EventPayload } } },
+      requestBody: { required: true, content: { "application/json": { schema: type.startsWith("budget.") ? BudgetEventPayload : EventPayload } } },
       responses: { 200: { description: "delivered (any 2xx)" }, 410: { description: "stop: the endpoint is disabled" } },
     },
   }]),

@@ -54,3 +54,14 @@ async function insertDeliveries(tx: Tx, d: { jobId: string; accountId: string; t
     RETURNING id`);
   return rows.length;
 }
+
+/**
+ * An event of the account that is not a job's (`budget.threshold_reached`), for every enabled
+ * endpoint of the account that wants it. `eventId` plays the job id's part in the unique (event,
+ * endpoint) constraint: the same event queued twice is one delivery per endpoint.
+ */
+export async function enqueueAccountEvent(tx: Tx, e: { eventId: string; accountId: string; type: EventType; data: Record<string, unknown> }, opts: { retryWindowMs: number }): Promise<number> {
+  if (!(await endpointsWant(tx, e.accountId, e.type))) return 0;
+  const payload = JSON.stringify({ type: e.type, timestamp: new Date().toISOString(), data: e.data });
+  return insertDeliveries(tx, { jobId: e.eventId, accountId: e.accountId, type: e.type, webhookUrl: null, payload, retryWindowMs: opts.retryWindowMs });
+}

@@ -1,0 +1,119 @@
+/**
+ * CLI for budgets and price plans (the same as the admin API's routes; docs/budgets-and-plans.md):
+ *
+ *   reelay budgets set --key KEY_ID --budget day:5000000 --budget month:50000000:Europe/Paris
+ *   reelay budgets set --account ACCOUNT_ID --budget lifetime:20000000 --thresholds 50,80,100
+ *   reelay budgets set --key KEY_ID --budget day:1000000:UTC:gpt-4o,gpt-4o-mini   (models)
+ *   reelay budgets show --key KEY_ID | --account ACCOUNT_ID
+ *   reelay budgets clear --key KEY_ID | --account ACCOUNT_ID
+ *   reelay plans list | plans set PLAN_ID [--name NAME] [--adjust=PERCENT] [--models-json JSON] | plans delete PLAN_ID
+ *   reelay accounts plan ACCOUNT_ID PLAN_ID|none
+ *
+ * A running server applies a change on its next reservation for the account (budgets) or within
+ * its key cache and plan refresh time (plans, ~5 s).
+ */
+import { parseArgs } from "node:util";
+import { getAccount } from "../accounts/accounts.ts";
+import { getKey } from "../accounts/api-keys.ts";
+import { budgetViews, setBudgets, type BudgetSpec } from "../billing/budgets.ts";
+import { checkPlan, deleteStoredPlan, listStoredPlans, percentToBp, putStoredPlan, setAccountPlan, type PricePlan } from "../billing/plans.ts";
+import { PERIODS, type Period } from "../billing/window-statements.ts";
+import type { Config } from "../config.ts";
+import type { Db } from "../db/index.ts";
+import { UsageError, type Command } from "./commands.ts";
+
+function parse(args: string[], options: Record<string, { type: "string"; multiple?: boolean }>) {
+  try {
+    const { values, positionals } = parseArgs({ args, options, allowPositionals: true, strict: true });
+    return { values: values as Record<string, string | string[] | undefined>, positionals };
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+}
+
+/** PERIOD:LIMIT[:TIMEZONE[:MODEL,MODEL]] */
+export function budgetSpec(raw: string, thresholds: number[] | undefined): BudgetSpec {
+  const [period, limit, timezone, models] = raw.split(":");
+  if (!PERIODS.includes(period as Period)) throw new UsageError(`--budget ${raw}: the period is one of ${PERIODS.join(", ")}`);
+  if (!/^\d+$/.test(limit ?? "")) throw new UsageError(`--budget ${raw}: the limit is an integer of micro-dollars (day:5000000 is $5 a day)`);
+  return { period: period as Period, limit: Number(limit), ...(timezone ? { timezone } : {}), ...(models ? { models: models.split(",").filter(Boolean) } : {}), ...(thresholds ? { thresholds } : {}) };
+}
+
+async function owner(db: Db, v: Record<string, string | string[] | undefined>) {
+  if (typeof v.key === "string" && typeof v.account === "string") throw new UsageError("give --key or --account, not both");
+  if (typeof v.key === "string") {
+    const k = await getKey(db, v.key);
+    return { accountId: k.accountId, keyId: k.id };
+  }
+  if (typeof v.account === "string") return { accountId: (await getAccount(db, v.account)).id, keyId: null };
+  throw new UsageError("missing --key KEY_ID or --account ACCOUNT_ID");
+}
+
+const planView = (p: PricePlan) => ({ id: p.id, name: p.name, adjustment_percent: p.adjustmentBp / 100, models: p.models, source: p.source });
+const OWNER = { key: { type: "string" as const }, account: { type: "string" as const } };
+
+export const BUDGET_COMMANDS: Record<string, { usage: string; run: Command }> = {
+  "budgets set": {
+    usage: "budgets set (--key KEY_ID | --account ACCOUNT_ID) --budget PERIOD:LIMIT[:TIMEZONE[:MODEL,…]] … [--thresholds 80,100]   (replaces the set)",
+    run: async (db, args) => {
+      const { values } = parse(args, { ...OWNER, budget: { type: "string", multiple: true }, thresholds: { type: "string" } });
+      const thresholds = typeof values.thresholds === "string" ? values.thresholds.split(",").map(Number) : undefined;
+      const specs = ((values.budget as string[] | undefined) ?? []).map((b) => budgetSpec(b, thresholds));
+      if (specs.length === 0) throw new UsageError("give at least one --budget (budgets clear removes them all)");
+      return setBudgets(db, await owner(db, values), specs, Date.now());
+    },
+  },
+  "budgets show": {
+    usage: "budgets show (--key KEY_ID | --account ACCOUNT_ID)",
+    run: async (db, args) => {
+      const o = await owner(db, parse(args, OWNER).values);
+      return db.transaction((tx) => budgetViews(tx, o.accountId, o.keyId === null ? { account: true } : { keyId: o.keyId }, Date.now()));
+    },
+  },
+  "budgets clear": {
+    usage: "budgets clear (--key KEY_ID | --account ACCOUNT_ID)",
+    run: async (db, args) => setBudgets(db, await owner(db, parse(args, OWNER).values), [], Date.now()),
+  },
+  "plans list": {
+    usage: "plans list",
+    run: async (db, _args, config: Config) => [...config.plans.map((p) => planView({ ...p, source: "file" })), ...(await listStoredPlans(db)).filter((p) => !config.plans.some((f) => f.id === p.id)).map(planView)],
+  },
+  "plans set": {
+    usage: "plans set PLAN_ID [--name NAME] [--adjust=PERCENT] [--models-json '{\"MODEL\":{\"inputPerMillion\":N}}']",
+    run: async (db, args, config: Config) => {
+      const { values, positionals } = parse(args, { name: { type: "string" }, adjust: { type: "string" }, "models-json": { type: "string" } });
+      const id = positionals[0];
+      if (!id) throw new UsageError("missing PLAN_ID");
+      if (config.plans.some((p) => p.id === id)) throw new UsageError(`plan ${id} is defined in the models file; change it there`);
+      let models: PricePlan["models"] = {};
+      try {
+        if (typeof values["models-json"] === "string") models = JSON.parse(values["models-json"]);
+      } catch {
+        throw new UsageError("--models-json must be JSON: {\"model id\": {\"inputPerMillion\": 1000000}}");
+      }
+      const plan = { id, name: typeof values.name === "string" ? values.name : null, adjustmentBp: percentToBp(Number(values.adjust ?? 0)), models };
+      checkPlan(plan, "");
+      await putStoredPlan(db, plan);
+      return planView({ ...plan, source: "api" });
+    },
+  },
+  "plans delete": {
+    usage: "plans delete PLAN_ID",
+    run: async (db, args) => {
+      const id = parse(args, {}).positionals[0];
+      if (!id) throw new UsageError("missing PLAN_ID");
+      return { id, deleted: await deleteStoredPlan(db, id) };
+    },
+  },
+  "accounts plan": {
+    usage: "accounts plan ACCOUNT_ID PLAN_ID|none",
+    run: async (db, args, config: Config) => {
+      const [accountId, plan] = parse(args, {}).positionals;
+      if (!accountId || !plan) throw new UsageError("usage: accounts plan ACCOUNT_ID PLAN_ID|none");
+      const planId = plan === "none" ? null : plan;
+      if (planId && !config.plans.some((p) => p.id === planId) && !(await listStoredPlans(db)).some((p) => p.id === planId)) throw new UsageError(`no price plan ${planId}`);
+      if (!(await setAccountPlan(db, accountId, planId))) await getAccount(db, accountId);
+      return { account_id: accountId, plan: planId };
+    },
+  },
+};

@@ -1,0 +1,3 @@
+import { describeBudgets } from "./budgets.case.ts";
+
+describeBudgets("PGlite", true);

@@ -1,0 +1,3 @@
+import { describePlans } from "./plans.case.ts";
+
+describePlans("PGlite", true);
