@@ -54,9 +54,24 @@ const OUTAGE_OPTIONS = {
  */
 const CLOSE_TIMEOUT_S = 0.5;
 
+/**
+ * Every execution of a prepared statement is planned for the data as it is now
+ * (`plan_cache_mode = force_custom_plan`; the parse stays cached). With PostgreSQL's default, from
+ * the sixth execution on a connection may keep one generic plan for its whole life, chosen for the
+ * tables as they were then: on a young database, empty. The settlement batch's check for usage rows
+ * already written (settle-batch.ts) then stayed a hash anti-join over a sequential scan of
+ * usage_records, one row per request ever served, on every batch: with 100,000 rows 110 ms
+ * instead of 0.07 ms through usage_ref_uniq. That was the soak's latency creeping with uptime
+ * (bench/soak.ts: chat p99 24 -> 35 ms and GET /v1/usage, which waits for a batch, 10 -> 31 ms over
+ * 20 minutes) and why a fresh process, planning anew, was fast again. Only an ANALYZE (autovacuum)
+ * replaces such a plan, and autovacuum may be off or far behind. The price is a plan per execution
+ * (docs/billing-engine.md "Plans and row churn": a few ms for the batch statement, once per batch).
+ */
+const PLAN_CACHE_MODE = "force_custom_plan";
+
 export async function openDatabase(opts: { databaseUrl: string | null; dataDir: string; poolSize?: number; seed?: Blob | null }): Promise<Database> {
   if (opts.databaseUrl) {
-    const client = postgres(opts.databaseUrl, { max: opts.poolSize ?? 20, onnotice: () => {}, connection: { application_name: "reelay" }, ...OUTAGE_OPTIONS });
+    const client = postgres(opts.databaseUrl, { max: opts.poolSize ?? 20, onnotice: () => {}, connection: { application_name: "reelay", plan_cache_mode: PLAN_CACHE_MODE }, ...OUTAGE_OPTIONS });
     const db = drizzlePostgres(client, { schema });
     return { db, kind: "postgres", close: () => client.end({ timeout: CLOSE_TIMEOUT_S }) };
   }
