@@ -89,7 +89,7 @@ export interface SoakResult {
   /** the server's log lines at error level */
   errorLogs: string[];
   /** holds table after the run */
-  holds: { live: number; dead: number; updates: number; hotUpdates: number; autovacuums: number };
+  holds: { live: number; dead: number; updates: number; hotUpdates: number; autovacuums: number; closed: number; leases: number };
 }
 
 const ROTATION: Kind[] = (() => {
@@ -150,6 +150,14 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
   try {
     for (let t = 0; (await fetch(base + "/readyz").then((r) => r.status, () => 0)) !== 200; t++) {
       if (proc.exitCode !== null || t > 1200) throw new Error(`reelay did not become ready (exit ${proc.exitCode}): ${existsSync(logFile + ".err") ? readFileSync(logFile + ".err", "utf8").slice(-2000) : ""}`);
+      await Bun.sleep(100);
+    }
+    // ready is the database; the models load meanwhile (the local embeddings model takes seconds,
+    // minutes on a loaded machine): the traffic starts when the ones it uses are
+    for (let t = 0; ; t++) {
+      const body = (await (await fetch(base + "/readyz")).json()) as { models: Array<{ id: string; state: string }> };
+      if (["chat", "chat-stream", "use-lite", "preview-motion"].every((id) => body.models.some((m) => m.id === id && m.state === "ready"))) break;
+      if (proc.exitCode !== null || t > 3000) throw new Error(`models not ready: ${JSON.stringify(body.models)}`);
       await Bun.sleep(100);
     }
     const admin = (path: string, body?: unknown) =>
@@ -265,6 +273,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       if (res.status !== 202) return fail("video", `${res.status} ${JSON.stringify(body)}`);
       record("video", t0);
       totals.video.n++;
+      billable.add(body.id); // accepted: charged when it completes, whatever this client sees next
       // the progress stream, to its end (the final job)
       const events = await (await fetch(`${base}/v1/videos/generations/${body.id}/events`, { headers: auth(c.key) })).text();
       const last = events.trim().split("\n").filter((l) => l.startsWith("data: ")).at(-1) ?? "";
@@ -272,7 +281,6 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       const content = await fetch(`${base}/v1/videos/generations/${body.id}/content`, { headers: auth(c.key) });
       const bytes = (await content.arrayBuffer()).byteLength;
       if (content.status !== 200 || bytes < 1000) return fail("video", `content ${content.status}, ${bytes} bytes`);
-      billable.add(body.id);
       videosCompleted++;
     }
 
@@ -361,11 +369,13 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     const ledgerMismatches = ledger
       .filter((r) => r.balance !== r.ledger_amount || r.held !== r.ledger_held || r.held !== 0 || r.open_holds !== 0)
       .map((r) => JSON.stringify(r));
-    const usage = await sql`SELECT ref FROM usage_records WHERE account_id IN ${sql(ids)}`;
+    const usage = await sql`SELECT ref, kind, route, status, cost::float8 AS cost, error_code FROM usage_records WHERE account_id IN ${sql(ids)}`;
     const refs = new Set(usage.map((r) => r.ref as string));
     const missingUsage = [...billable].filter((r) => !refs.has(r));
-    const extraUsage = [...refs].filter((r) => !billable.has(r));
-    const [hs] = await sql`SELECT n_live_tup::int AS live, n_dead_tup::int AS dead, n_tup_upd::int AS updates, n_tup_hot_upd::int AS "hotUpdates", autovacuum_count::int AS autovacuums FROM pg_stat_user_tables WHERE relname = 'holds'`;
+    const extraUsage = usage.filter((r) => !billable.has(r.ref)).map((r) => JSON.stringify(r));
+    const [hs] = await sql`SELECT n_live_tup::int AS live, n_dead_tup::int AS dead, n_tup_upd::int AS updates, n_tup_hot_upd::int AS "hotUpdates", autovacuum_count::int AS autovacuums,
+      (SELECT count(*) FROM holds WHERE state <> 'open')::int AS closed, (SELECT count(*) FROM holds WHERE kind = 'lease')::int AS leases
+      FROM pg_stat_user_tables WHERE relname = 'holds'`;
     const log = readFileSync(logFile, "utf8") + (existsSync(logFile + ".err") ? readFileSync(logFile + ".err", "utf8") : "");
     const errorLogs = log.split("\n").filter((l) => /"level":(50|60)|"level":"(error|fatal)"/.test(l)).slice(0, 50);
     return { samples, totals, latencies, errors, webhooks, videosCompleted, exitCode, ledgerMismatches, missingUsage, extraUsage, usageRows: refs.size, errorLogs, holds: hs as SoakResult["holds"] };
