@@ -152,14 +152,6 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       if (proc.exitCode !== null || t > 1200) throw new Error(`reelay did not become ready (exit ${proc.exitCode}): ${existsSync(logFile + ".err") ? readFileSync(logFile + ".err", "utf8").slice(-2000) : ""}`);
       await Bun.sleep(100);
     }
-    // ready is the database; the models load meanwhile (the local embeddings model takes seconds,
-    // minutes on a loaded machine): the traffic starts when the ones it uses are
-    for (let t = 0; ; t++) {
-      const body = (await (await fetch(base + "/readyz")).json()) as { models: Array<{ id: string; state: string }> };
-      if (["chat", "chat-stream", "use-lite", "preview-motion"].every((id) => body.models.some((m) => m.id === id && m.state === "ready"))) break;
-      if (proc.exitCode !== null || t > 3000) throw new Error(`models not ready: ${JSON.stringify(body.models)}`);
-      await Bun.sleep(100);
-    }
     const admin = (path: string, body?: unknown) =>
       fetch(base + path, { method: body ? "POST" : "GET", headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" }, body: body ? JSON.stringify(body) : undefined });
     const clients: Array<{ accountId: string; key: string }> = [];
@@ -171,10 +163,34 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       clients.push({ accountId: acct.id, key: k.key });
     }
 
-    const totals = Object.fromEntries(KINDS.map((k) => [k, { n: 0, errors: 0, aborted: 0 }])) as SoakResult["totals"];
-    const errors: string[] = [];
     /** refs of every billable answer (x-request-id, or the video job's id) */
     const billable = new Set<string>();
+    // Ready means the database; a model loads on its first request (503 model_loading meanwhile:
+    // the local embeddings model takes seconds, minutes on a loaded machine). Each one the traffic
+    // uses is asked until it answers, before the clock starts.
+    const warm: Array<[string, unknown]> = [
+      ["/v1/chat/completions", { model: "chat", messages: [{ role: "user", content: "warm" }] }],
+      ["/v1/chat/completions", { model: "chat-stream", messages: [{ role: "user", content: "warm" }] }],
+      ["/v1/embeddings", { model: "use-lite", input: "warm" }],
+    ];
+    for (const [path, body] of warm) {
+      for (let t = 0; ; t++) {
+        const res = await fetch(base + path, { method: "POST", headers: { authorization: `Bearer ${clients[0]!.key}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+        const text = await res.text();
+        if (res.status === 200) {
+          billable.add(res.headers.get("x-request-id")!);
+          break;
+        }
+        if (proc.exitCode !== null || t > 600) throw new Error(`${path} never answered: ${res.status} ${text}`);
+        await Bun.sleep(500);
+      }
+    }
+    // open the database pool before the clock starts (a connection opened under load can take
+    // longer than the 2 s connect timeout: a 503 that says nothing about uptime)
+    for (let round = 0; round < 3; round++) await Promise.all(Array.from({ length: 24 }, (_, i) => fetch(base + "/v1/usage?limit=1", { headers: { authorization: `Bearer ${clients[i % clients.length]!.key}` } }).then((r) => r.text(), () => "")));
+
+    const totals = Object.fromEntries(KINDS.map((k) => [k, { n: 0, errors: 0, aborted: 0 }])) as SoakResult["totals"];
+    const errors: string[] = [];
     let window: Record<Kind, number[]> & { errors: Record<string, number> } = fresh();
     function fresh() {
       return Object.assign(Object.fromEntries(KINDS.map((k) => [k, [] as number[]])) as Record<Kind, number[]>, { errors: {} as Record<string, number> });
