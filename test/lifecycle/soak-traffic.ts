@@ -388,7 +388,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     const usage = await sql`SELECT ref, kind, route, status, cost::float8 AS cost, error_code FROM usage_records WHERE account_id IN ${sql(ids)}`;
     const refs = new Set(usage.map((r) => r.ref as string));
     const missingUsage = [...billable].filter((r) => !refs.has(r));
-    const extraUsage = usage.filter((r) => !billable.has(r.ref)).map((r) => JSON.stringify(r));
+    // a request that failed upstream has its usage row too, charging nothing (the client saw the error)
+    const extraUsage = usage.filter((r) => !billable.has(r.ref) && !(r.cost === 0 && r.status >= 400)).map((r) => JSON.stringify(r));
     const [hs] = await sql`SELECT n_live_tup::int AS live, n_dead_tup::int AS dead, n_tup_upd::int AS updates, n_tup_hot_upd::int AS "hotUpdates", autovacuum_count::int AS autovacuums,
       (SELECT count(*) FROM holds WHERE state <> 'open')::int AS closed, (SELECT count(*) FROM holds WHERE kind = 'lease')::int AS leases
       FROM pg_stat_user_tables WHERE relname = 'holds'`;
