@@ -28,6 +28,7 @@ import { startupGate } from "./modules/health/startup-gate.ts";
 import { webhookBackgroundTasks } from "./modules/webhooks/index.ts";
 import { responsesBackgroundTasks } from "./modules/responses/index.ts";
 import { createJobWatcher } from "./modules/videos/job-watcher.ts";
+import { createThumbnails } from "./modules/videos/thumbnails.ts";
 import { listen, type Listener } from "./listen.ts";
 import { Lifecycle } from "./lifecycle.ts";
 
@@ -105,7 +106,8 @@ export async function buildDeps(config: Config, logger: Logger = createLogger(co
     await plans.refresh();
     const billing = new CreditEngine({ db: database.db, logger, config: config.billing, holdTtlMs: config.holdTtlMs, instanceId: config.instanceId, dataDir: config.dataDir, plans, clock });
     const blobs = createBlobStores(config.blobStore, database.db);
-    return { config, database, registry, logger, auth, requestLimit, tokenBudget, telemetry, requestLog, metrics, readinessChecks, jobWatcher, billing, blobs };
+    const thumbnails = createThumbnails();
+    return { config, database, registry, logger, auth, requestLimit, tokenBudget, telemetry, requestLog, metrics, readinessChecks, jobWatcher, billing, blobs, thumbnails };
   } catch (e) {
     await closeRegistry();
     await database.close();
@@ -206,6 +208,7 @@ export async function startServer(config: Config, opts: { logger?: Logger; liste
       await tasksStopped;
       await deps.billing.stop(Math.max(graceEnds - performance.now(), SETTLE_MIN_MS));
       await deps.registry.close();
+      deps.thumbnails.close();
       await ops!.close();
       await deps.database.close();
       logger.info("stopped");
