@@ -123,11 +123,14 @@ export async function videoContent(deps: Pick<AppDeps, "database" | "blobs" | "t
   // Bun.serve sends no body for HEAD anyway (HEAD is rare; players use ranged GETs)
   if (size === 0) return new Response(null, { status: 200, headers });
   const status = range ? 206 : 200;
-  const body = await store.get(key, span).catch((e) => {
+  // a large span goes straight from the store to the client, for a GET through reused buffers where
+  // the store has them (a HEAD's body is never read: get() costs nothing until it is)
+  const streamed = length > BUFFER_LIMIT;
+  const body = await (streamed && request.method === "GET" && store.getForResponse ? store.getForResponse(key, span) : store.get(key, span)).catch((e) => {
     throw unavailable(e);
   });
   if (!body) throw videoExpired(id); // retention ran out a moment ago
-  if (length > BUFFER_LIMIT) return new Response(body, { status, headers });
+  if (streamed) return new Response(body, { status, headers });
   const bytes = await new Response(body).arrayBuffer().catch((e) => {
     throw unavailable(e);
   });
