@@ -15,6 +15,9 @@
  * Bun.serve keeps more the slower its clients read. Where that matters, REELAY_S3_PRESIGN_SECONDS
  * sends clients to the store itself.
  *
+ * It speaks HTTP/1.1 to the endpoint directly (no HTTP proxy; S3 always answers a GetObject with a
+ * Content-Length, anything else fails the read).
+ *
  * The price: a chunk is valid only until RING_SLOTS - 1 further chunks have been read. Bun.serve
  * copies each write into the socket or its send buffer, which is the only consumer this is for;
  * anything that keeps chunks must use BlobStore.get().
@@ -155,10 +158,11 @@ export function getObjectResponse(url: string, range: { start: number; end: numb
       return rest;
     };
 
+    const host = u.hostname.replace(/^\[|\]$/g, ""); // an IPv6 literal without its brackets
     const options = {
-      host: u.hostname,
+      host,
       port: Number(u.port || (secure ? 443 : 80)),
-      ...(secure ? { servername: u.hostname } : {}),
+      ...(secure && net.isIP(host) === 0 ? { servername: host } : {}),
       onread: {
         buffer: readBuffer,
         callback(n: number, buf: Uint8Array) {
