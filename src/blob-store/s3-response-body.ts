@@ -103,7 +103,7 @@ export function getObjectResponse(url: string, range: { start: number; end: numb
       cancel() {
         socket.destroy();
       },
-    } as unknown as UnderlyingDefaultSource<Uint8Array>);
+    } satisfies Bun.DirectUnderlyingSource<Uint8Array>);
 
     const onBody = (bytes: Uint8Array) => {
       if (bytes.byteLength === 0) return;
