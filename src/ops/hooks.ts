@@ -66,6 +66,8 @@ export interface TraceSpan {
   set(attributes: Record<string, TraceValue>): void;
   /** err: the step failed (recorded as the span's error status) */
   end(err?: unknown): void;
+  /** a span under this one, from now until its end */
+  child(name: string, attributes?: Record<string, TraceValue>): TraceSpan;
 }
 
 /** The trace of one request in flight: its server span, and the steps under it. */

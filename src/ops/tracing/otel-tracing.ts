@@ -62,7 +62,7 @@ export function createOtelTracing(config: TracingConfig, logger: Logger, version
       const parent = linkTo ? propagator.extract(ROOT_CONTEXT, { traceparent: linkTo }, recordGetter) : ROOT_CONTEXT;
       const linked = trace.getSpanContext(parent);
       const span = tracer.startSpan(name, { kind: SpanKind.INTERNAL, attributes: clean(attributes), links: linked ? [{ context: linked, attributes: { "reelay.link": "submitted_by" } }] : [] }, parent);
-      return span.isRecording() ? new OtelSpan(span) : undefined;
+      return span.isRecording() ? new OtelSpan(tracer, span) : undefined;
     },
     async close() {
       await provider.shutdown().catch((err) => log.warn({ err }, "tracing: could not export the last spans"));
@@ -117,7 +117,10 @@ function clean(attributes: Record<string, TraceValue> | undefined): Attributes {
 
 class OtelSpan implements TraceSpan {
   private ended = false;
-  constructor(readonly span: Span) {}
+  constructor(private readonly tracer: Tracer, readonly span: Span) {}
+  child(name: string, attributes?: Record<string, TraceValue>): TraceSpan {
+    return new OtelSpan(this.tracer, this.tracer.startSpan(name, { kind: SpanKind.INTERNAL, attributes: clean(attributes) }, trace.setSpan(ROOT_CONTEXT, this.span)));
+  }
   set(attributes: Record<string, TraceValue>): void {
     this.span.setAttributes(clean(attributes));
   }
@@ -178,7 +181,7 @@ class OtelRequestTrace implements RequestTrace {
   }
 
   child(name: string, attributes?: Record<string, TraceValue>): TraceSpan {
-    return new OtelSpan(this.tracer.startSpan(name, { kind: SpanKind.INTERNAL, attributes: clean(attributes) }, this.context));
+    return new OtelSpan(this.tracer, this.tracer.startSpan(name, { kind: SpanKind.INTERNAL, attributes: clean(attributes) }, this.context));
   }
 
   traceparent(): string {
