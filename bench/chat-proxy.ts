@@ -23,6 +23,9 @@
  * reelay process with OpenTelemetry traces on at 100 % sampling (OTEL_TRACES_SAMPLER=always_on)
  * exporting OTLP/protobuf to a receiver in this process (test/support/otlp-receiver.ts, which
  * decodes every batch), the same rows again; CPU per request tracing on vs off in the same run.
+ * BENCH_BASELINE_DIR=<a checkout of another commit, e.g. main, with node_modules>: its reelay too, in
+ * the same run, on a database of its own (rows "reelay memory …, baseline"): tracing off against the
+ * code before tracing existed.
  * Env: BENCH_SECONDS (default 5) per row, BENCH_CONNS (default "32,128"), BENCH_LIMITERS ("memory,redis"),
  * BENCH_STREAMS=0 skips the streamed rows (a profile of the non-streamed path alone), BENCH_BUDGETS=0 the budget rows.
  */
@@ -50,6 +53,7 @@ const STREAM_RATE = Number(process.env.BENCH_STREAM_RATE ?? 200);
 const streams = process.env.BENCH_STREAMS !== "0";
 const budgets = process.env.BENCH_BUDGETS !== "0";
 const tracing = args.has("--tracing") || process.env.BENCH_TRACING === "1";
+const baselineDir = process.env.BENCH_BASELINE_DIR;
 
 interface Load { rps: number; p50: number; p99: number; errors: number; requests: number; cpuUsPerReq: number }
 interface Server { name: string; url: string; pid: number; stop(): Promise<void> }
@@ -88,11 +92,11 @@ async function spawnRole(name: string, roleArgs: string[]): Promise<Server> {
   return { name, url: `http://127.0.0.1:${roleArgs[1]}`, pid: proc.pid, stop: async () => void (proc.kill(), await proc.exited) };
 }
 
-async function spawnReelay(name: string, env: Record<string, string>, profileDir: string): Promise<Server> {
+async function spawnReelay(name: string, env: Record<string, string>, profileDir: string, root = ROOT): Promise<Server> {
   const port = freePort();
   const flags = [...(stubBilling ? ["--preload", join(import.meta.dir, "lib/stub-billing.ts")] : []), ...(profile ? ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}.cpuprofile`] : [])];
   const proc = Bun.spawn(["bun", ...flags, "src/main.ts", "serve"], {
-    cwd: ROOT, stdout: "ignore", stderr: "inherit",
+    cwd: root, stdout: "ignore", stderr: "inherit",
     env: {
       ...process.env, PORT: String(port), HOST: "127.0.0.1", REELAY_ADMIN_TOKEN: ADMIN, REELAY_LOG_LEVEL: "info", REELAY_LOG_FORMAT: "json",
       REELAY_PLUGINS_DIR: "/nonexistent", REELAY_RATE_RPM: "1000000000", REELAY_RATE_TPM: "1000000000000", ...env,
@@ -143,6 +147,7 @@ async function main() {
   const profileDir = mkdtempSync(join(tmpdir(), "reelay-chat-prof-"));
   let redis: ThrowawayRedis | null = null;
   let receiver: OtlpReceiver | null = null;
+  let baselineDb: string | null = null;
   const databaseUrl = await createTestDatabase();
   try {
     const up = await spawnRole("upstream", ["upstream", String(freePort())]);
@@ -221,6 +226,19 @@ async function main() {
       await streamRow(`reelay ${limiter}`, reelay);
       await reelay.stop(); // SIGTERM: its credit leases go back before the next one starts
       started.splice(started.indexOf(reelay), 1);
+      if (baselineDir && limiter === "memory") {
+        baselineDb = await createTestDatabase();
+        const baseline = await spawnReelay("reelay-memory-baseline", { ...env, DATABASE_URL: baselineDb }, profileDir, baselineDir);
+        started.push(baseline);
+        const baselineKeys = await createKeys(baseline.url, 128);
+        for (const conns of connsList) {
+          await row("minimal proxy", px, conns, [keys[0]!]);
+          await row(`reelay ${limiter}, 128 accounts, baseline`, baseline, conns, baselineKeys);
+          await row(`reelay ${limiter}, 1 account, baseline`, baseline, conns, [baselineKeys[0]!]);
+        }
+        await baseline.stop();
+        started.splice(started.indexOf(baseline), 1);
+      }
       if (tracing && limiter === "memory") {
         receiver = await startOtlpReceiver();
         const traced = await spawnReelay("reelay-memory-traced", { ...env, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_SAMPLER: "always_on", OTEL_BSP_SCHEDULE_DELAY: "1000" }, profileDir);
@@ -274,6 +292,11 @@ async function main() {
       if (!on || !off) continue;
       check(`memory: CPU per request with tracing on (100 %), ${accounts}, 32 conns`, "≤ +15% over tracing off", `${Math.round(on.cpuUsPerReq)} vs ${Math.round(off.cpuUsPerReq)} µs (${plus((100 * (on.cpuUsPerReq - off.cpuUsPerReq)) / off.cpuUsPerReq)}%)`, on.cpuUsPerReq <= 1.15 * off.cpuUsPerReq);
     }
+    for (const accounts of ["128 accounts", "1 account"]) {
+      const base = results[`reelay memory, ${accounts}, baseline@32`], off = results[`reelay memory, ${accounts}@32`];
+      if (!base || !off) continue;
+      check(`memory: CPU per request, tracing off vs baseline, ${accounts}, 32 conns`, "within ±5 % (the noise of one run)", `${Math.round(off.cpuUsPerReq)} vs ${Math.round(base.cpuUsPerReq)} µs (${plus((100 * (off.cpuUsPerReq - base.cpuUsPerReq)) / base.cpuUsPerReq)}%)`, Math.abs(off.cpuUsPerReq - base.cpuUsPerReq) <= 0.05 * base.cpuUsPerReq);
+    }
     if (receiver) console.log(`\ntracing on: the receiver decoded ${receiver.spans.length} spans (${receiver.spans.filter((x) => x.kind === 2).length} request spans)`);
     console.log("\nissue 12, 28 and 31 targets (ratios within this run)\n");
     console.log(table(["measure", "target", "measured", ""], targetRows));
@@ -282,6 +305,7 @@ async function main() {
     await redis?.stop();
     await receiver?.stop();
     await dropDatabase(databaseUrl);
+    if (baselineDb) await dropDatabase(baselineDb);
   }
   if (profile) for (const f of readdirSync(profileDir)) console.log(`profile: ${join(profileDir, f)}`);
 }
