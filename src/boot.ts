@@ -99,7 +99,7 @@ export async function buildDeps(config: Config, logger: Logger = createLogger(co
   }
   try {
     const auth = new KeyAuthenticator(database.db, config.keyCacheMs, (e) => logger.warn({ err: e }, "could not update key last_used_at"), config.adminToken);
-    const { requestLimit, tokenBudget, telemetry, requestLog, metrics, readinessChecks } = ops;
+    const { requestLimit, tokenBudget, telemetry, requestLog, tracing, metrics, readinessChecks } = ops;
     const jobWatcher = createJobWatcher({ database, logger }, { fallbackMs: 2_000, pingMs: 15_000 });
     for (const p of config.plans) for (const m of Object.keys(p.models)) if (!registry.get(m)) throw new ConfigError(`plans.${p.id}.models.${m}`, "no such model is served");
     const plans = new PlanBook(database.db, config.plans.map((p) => ({ ...p, source: "file" as const })));
@@ -107,7 +107,7 @@ export async function buildDeps(config: Config, logger: Logger = createLogger(co
     const billing = new CreditEngine({ db: database.db, logger, config: config.billing, holdTtlMs: config.holdTtlMs, instanceId: config.instanceId, dataDir: config.dataDir, plans, clock });
     const blobs = createBlobStores(config.blobStore, database.db);
     const thumbnails = createThumbnails();
-    return { config, database, registry, logger, auth, requestLimit, tokenBudget, telemetry, requestLog, metrics, readinessChecks, jobWatcher, billing, blobs, thumbnails };
+    return { config, database, registry, logger, auth, requestLimit, tokenBudget, telemetry, requestLog, tracing, metrics, readinessChecks, jobWatcher, billing, blobs, thumbnails };
   } catch (e) {
     await closeRegistry();
     await database.close();
