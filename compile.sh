@@ -17,7 +17,7 @@ mkdir -p dist
 # (first line of main at 11–46 ms instead of 120–220 ms, measured here).
 # compile.ts is `bun build --compile` with one bundler plugin (node-llama-cpp, see plugins/local-llm/bundle-patch.ts).
 "$BUN" compile.ts --bytecode --format=esm src/main.ts \
-  plugins/preview-video/frames-worker.ts src/media/encode-worker.ts \
+  plugins/preview-video/frames-worker.ts src/media/encode-worker.ts src/media/stills-worker.ts \
   plugins/local-embeddings/inference-worker.ts \
   dist/pglite-seed.tar.gz \
   --outfile dist/reelay "$@"

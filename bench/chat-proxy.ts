@@ -20,6 +20,13 @@
  * budget each and accounts that have a monthly one (limits far above the load: every request
  * reserves in both windows and is charged in them), compared with the proxy and with the rows
  * without budgets of the same run (CPU per request).
+ * Tracing (issue 31): with BENCH_TRACING=1 (or --tracing), after the in-process limiter's rows, a second
+ * reelay process with OpenTelemetry traces on at 100 % sampling (OTEL_TRACES_SAMPLER=always_on)
+ * exporting OTLP/protobuf to a receiver in this process (test/support/otlp-receiver.ts, which
+ * decodes every batch), the same rows again; CPU per request tracing on vs off in the same run.
+ * BENCH_BASELINE_DIR=<a checkout of another commit, e.g. main, with node_modules>: its reelay too, in
+ * the same run, on a database of its own (rows "reelay memory …, baseline"): tracing off against the
+ * code before tracing existed.
  * Env: BENCH_SECONDS (default 5) per row, BENCH_CONNS (default "32,128"), BENCH_LIMITERS ("memory,redis"),
  * BENCH_STREAMS=0 skips the streamed rows (a profile of the non-streamed path alone), BENCH_BUDGETS=0 the budget rows.
  */
@@ -31,6 +38,7 @@ import { createTestDatabase, dropDatabase, freePort } from "../test/support/harn
 import { BODY } from "./lib/chat-roles.ts";
 import { cpuMs } from "./lib/proc-cpu.ts";
 import { haveWrk, table } from "./lib/wrk.ts";
+import { startOtlpReceiver, type OtlpReceiver } from "../test/support/otlp-receiver.ts";
 
 const ROOT = join(import.meta.dir, "..");
 const ROLES = join(import.meta.dir, "lib/chat-roles.ts");
@@ -45,6 +53,8 @@ const ADMIN = "bench-admin-token-0123456789";
 const STREAM_RATE = Number(process.env.BENCH_STREAM_RATE ?? 200);
 const streams = process.env.BENCH_STREAMS !== "0";
 const budgets = process.env.BENCH_BUDGETS !== "0";
+const tracing = args.has("--tracing") || process.env.BENCH_TRACING === "1";
+const baselineDir = process.env.BENCH_BASELINE_DIR;
 
 interface Load { rps: number; p50: number; p99: number; errors: number; requests: number; cpuUsPerReq: number }
 interface Server { name: string; url: string; pid: number; stop(): Promise<void> }
@@ -83,11 +93,11 @@ async function spawnRole(name: string, roleArgs: string[]): Promise<Server> {
   return { name, url: `http://127.0.0.1:${roleArgs[1]}`, pid: proc.pid, stop: async () => void (proc.kill(), await proc.exited) };
 }
 
-async function spawnReelay(name: string, env: Record<string, string>, profileDir: string): Promise<Server> {
+async function spawnReelay(name: string, env: Record<string, string>, profileDir: string, root = ROOT): Promise<Server> {
   const port = freePort();
   const flags = [...(stubBilling ? ["--preload", join(import.meta.dir, "lib/stub-billing.ts")] : []), ...(profile ? ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}.cpuprofile`] : [])];
   const proc = Bun.spawn(["bun", ...flags, "src/main.ts", "serve"], {
-    cwd: ROOT, stdout: "ignore", stderr: "inherit",
+    cwd: root, stdout: "ignore", stderr: "inherit",
     env: {
       ...process.env, PORT: String(port), HOST: "127.0.0.1", REELAY_ADMIN_TOKEN: ADMIN, REELAY_LOG_LEVEL: "info", REELAY_LOG_FORMAT: "json",
       REELAY_PLUGINS_DIR: "/nonexistent", REELAY_RATE_RPM: "1000000000", REELAY_RATE_TPM: "1000000000000", ...env,
@@ -137,6 +147,8 @@ async function main() {
   const started: Server[] = [];
   const profileDir = mkdtempSync(join(tmpdir(), "reelay-chat-prof-"));
   let redis: ThrowawayRedis | null = null;
+  let receiver: OtlpReceiver | null = null;
+  let baselineDb: string | null = null;
   const databaseUrl = await createTestDatabase();
   try {
     const up = await spawnRole("upstream", ["upstream", String(freePort())]);
@@ -215,6 +227,32 @@ async function main() {
       await streamRow(`reelay ${limiter}`, reelay);
       await reelay.stop(); // SIGTERM: its credit leases go back before the next one starts
       started.splice(started.indexOf(reelay), 1);
+      if (baselineDir && limiter === "memory") {
+        baselineDb = await createTestDatabase();
+        const baseline = await spawnReelay("reelay-memory-baseline", { ...env, DATABASE_URL: baselineDb }, profileDir, baselineDir);
+        started.push(baseline);
+        const baselineKeys = await createKeys(baseline.url, 128);
+        for (const conns of connsList) {
+          await row("minimal proxy", px, conns, [keys[0]!]);
+          await row(`reelay ${limiter}, 128 accounts, baseline`, baseline, conns, baselineKeys);
+          await row(`reelay ${limiter}, 1 account, baseline`, baseline, conns, [baselineKeys[0]!]);
+        }
+        await baseline.stop();
+        started.splice(started.indexOf(baseline), 1);
+      }
+      if (tracing && limiter === "memory") {
+        receiver = await startOtlpReceiver();
+        const traced = await spawnReelay("reelay-memory-traced", { ...env, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_SAMPLER: "always_on", OTEL_BSP_SCHEDULE_DELAY: "1000" }, profileDir);
+        started.push(traced);
+        for (const conns of connsList) {
+          await row("minimal proxy", px, conns, [keys[0]!]);
+          await row(`reelay ${limiter}, 128 accounts, tracing on`, traced, conns, keys);
+          await row(`reelay ${limiter}, 1 account, tracing on`, traced, conns, [keys[0]!]);
+        }
+        await streamRow(`reelay ${limiter}, tracing on`, traced);
+        await traced.stop(); // exports what is pending before it exits
+        started.splice(started.indexOf(traced), 1);
+      }
     }
     rows.sort((a, b) => Number(a[0]) - Number(b[0]));
     console.log(`\nnon-streamed POST ${path} (wrk, ${seconds} s per row${stubBilling ? "; BILLING STUBBED" : ""}; reelay rows compared with the proxy row just before them)\n`);
@@ -250,12 +288,26 @@ async function main() {
       check(`memory: req/s with budgets, ${accounts}, 32 conns`, "≥ 40% of proxy", pct((100 * b.rps) / b.base.rps), b.rps >= 0.4 * b.base.rps);
       check(`memory: CPU per request with budgets, ${accounts}, 32 conns`, "≤ +10% over no budgets", `${Math.round(b.cpuUsPerReq)} vs ${Math.round(plain.cpuUsPerReq)} µs (${plus((100 * (b.cpuUsPerReq - plain.cpuUsPerReq)) / plain.cpuUsPerReq)}%)`, b.cpuUsPerReq <= 1.1 * plain.cpuUsPerReq);
     }
-    console.log("\nissue 32 and 28 targets (ratios within this run)\n");
+    // issue 31: tracing at 100 % sampling adds ≤ 15 % CPU per request to the same process without it
+    for (const accounts of ["128 accounts", "1 account"]) {
+      const on = results[`reelay memory, ${accounts}, tracing on@32`], off = results[`reelay memory, ${accounts}@32`];
+      if (!on || !off) continue;
+      check(`memory: CPU per request with tracing on (100 %), ${accounts}, 32 conns`, "≤ +15% over tracing off", `${Math.round(on.cpuUsPerReq)} vs ${Math.round(off.cpuUsPerReq)} µs (${plus((100 * (on.cpuUsPerReq - off.cpuUsPerReq)) / off.cpuUsPerReq)}%)`, on.cpuUsPerReq <= 1.15 * off.cpuUsPerReq);
+    }
+    for (const accounts of ["128 accounts", "1 account"]) {
+      const base = results[`reelay memory, ${accounts}, baseline@32`], off = results[`reelay memory, ${accounts}@32`];
+      if (!base || !off) continue;
+      check(`memory: CPU per request, tracing off vs baseline, ${accounts}, 32 conns`, "within ±5 % (the noise of one run)", `${Math.round(off.cpuUsPerReq)} vs ${Math.round(base.cpuUsPerReq)} µs (${plus((100 * (off.cpuUsPerReq - base.cpuUsPerReq)) / base.cpuUsPerReq)}%)`, Math.abs(off.cpuUsPerReq - base.cpuUsPerReq) <= 0.05 * base.cpuUsPerReq);
+    }
+    if (receiver) console.log(`\ntracing on: the receiver decoded ${receiver.spans.length} spans (${receiver.spans.filter((x) => x.kind === 2).length} request spans)`);
+    console.log("\nissue 32, 28 and 31 targets (ratios within this run)\n");
     console.log(table(["measure", "target", "measured", ""], targetRows));
   } finally {
     for (const s of started.reverse()) await s.stop().catch(() => {});
     await redis?.stop();
+    await receiver?.stop();
     await dropDatabase(databaseUrl);
+    if (baselineDb) await dropDatabase(baselineDb);
   }
   if (profile) for (const f of readdirSync(profileDir)) console.log(`profile: ${join(profileDir, f)}`);
 }

@@ -14,8 +14,9 @@
  * `completed` (from then on GET and the events stream show it), p50 / p99 per backend, against the
  * targets (≤ 1 s pushed, ≤ poll interval + 1 s polled); the server's RSS idle and with every job in
  * flight (target ≤ 150 MB above idle); and that every job completed, was submitted upstream once and
- * charged once. "Job completed" includes storing the result (the blob store, the thumbnail made
- * from the source image for a backend's MP4: store-result.ts), as a client waits for it.
+ * charged once. "Job completed" includes storing the result in the blob store (store-result.ts), as
+ * a client waits for it; a backend's thumbnail is made later, when a client first asks for it
+ * (src/modules/videos/thumbnails.ts).
  */
 import { readFileSync } from "node:fs";
 import { mkdtempSync, writeFileSync } from "node:fs";

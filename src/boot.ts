@@ -28,6 +28,7 @@ import { startupGate } from "./modules/health/startup-gate.ts";
 import { webhookBackgroundTasks } from "./modules/webhooks/index.ts";
 import { responsesBackgroundTasks } from "./modules/responses/index.ts";
 import { createJobWatcher } from "./modules/videos/job-watcher.ts";
+import { createThumbnails } from "./modules/videos/thumbnails.ts";
 import { listen, type Listener } from "./listen.ts";
 import { Lifecycle } from "./lifecycle.ts";
 
@@ -98,14 +99,15 @@ export async function buildDeps(config: Config, logger: Logger = createLogger(co
   }
   try {
     const auth = new KeyAuthenticator(database.db, config.keyCacheMs, (e) => logger.warn({ err: e }, "could not update key last_used_at"), config.adminToken);
-    const { requestLimit, tokenBudget, telemetry, requestLog, metrics, readinessChecks } = ops;
+    const { requestLimit, tokenBudget, telemetry, requestLog, tracing, metrics, readinessChecks } = ops;
     const jobWatcher = createJobWatcher({ database, logger }, { fallbackMs: 2_000, pingMs: 15_000 });
     for (const p of config.plans) for (const m of Object.keys(p.models)) if (!registry.get(m)) throw new ConfigError(`plans.${p.id}.models.${m}`, "no such model is served");
     const plans = new PlanBook(database.db, config.plans.map((p) => ({ ...p, source: "file" as const })));
     await plans.refresh();
     const billing = new CreditEngine({ db: database.db, logger, config: config.billing, holdTtlMs: config.holdTtlMs, instanceId: config.instanceId, dataDir: config.dataDir, plans, clock });
     const blobs = createBlobStores(config.blobStore, database.db);
-    return { config, database, registry, logger, auth, requestLimit, tokenBudget, telemetry, requestLog, metrics, readinessChecks, jobWatcher, billing, blobs };
+    const thumbnails = createThumbnails();
+    return { config, database, registry, logger, auth, requestLimit, tokenBudget, telemetry, requestLog, tracing, metrics, readinessChecks, jobWatcher, billing, blobs, thumbnails };
   } catch (e) {
     await closeRegistry();
     await database.close();
@@ -206,6 +208,7 @@ export async function startServer(config: Config, opts: { logger?: Logger; liste
       await tasksStopped;
       await deps.billing.stop(Math.max(graceEnds - performance.now(), SETTLE_MIN_MS));
       await deps.registry.close();
+      deps.thumbnails.close();
       await ops!.close();
       await deps.database.close();
       logger.info("stopped");

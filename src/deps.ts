@@ -5,6 +5,7 @@ import type { Config } from "./config.ts";
 import type { Database } from "./db/index.ts";
 import type { Logger } from "./logger.ts";
 import type { JobWatcher } from "./modules/videos/job-watcher.ts";
+import type { Thumbnails } from "./modules/videos/thumbnails.ts";
 import type { ModelRegistry } from "./registry/model-registry.ts";
 import type { OpsParts } from "./ops/hooks.ts";
 import type { Lifecycle } from "./lifecycle.ts";
@@ -26,6 +27,8 @@ export interface AppDeps extends OpsParts {
   billing: CreditEngine;
   /** where video results, thumbnails and source images live (REELAY_BLOB_STORE) */
   blobs: BlobStores;
+  /** thumbnails of videos made elsewhere, made on worker threads when first asked for */
+  thumbnails: Thumbnails;
   /** shutdown state: draining (readyz 503) and the drain timeout's cut of open streams (src/lifecycle.ts); absent in tests that build deps by hand */
   lifecycle?: Lifecycle;
 }

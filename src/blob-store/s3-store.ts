@@ -2,16 +2,20 @@
  * Blobs in S3-compatible object storage (AWS S3, Cloudflare R2, MinIO …) through Bun's built-in
  * S3Client: no SDK to bundle. Writes of a stream go up as a multipart upload (parts of PART_BYTES,
  * so memory stays at a few parts whatever the object's size); reads are ranged GETs streamed
- * a chunk at a time as the reader asks; presigned GETs let /content redirect instead of relaying the bytes.
+ * a chunk at a time as the reader asks, and /content's large downloads one GET over a plain socket
+ * into reused buffers (s3-response-body.ts); presigned GETs let /content redirect instead of relaying the bytes.
  */
 import { S3Client, type S3File } from "bun";
 import type { S3Config } from "../config.ts";
 import { BlobStoreError, type BlobStore } from "./blob-store.ts";
+import { getObjectResponse } from "./s3-response-body.ts";
 
 /** S3's smallest part is 5 MiB */
 const PART_BYTES = 5 * 1024 * 1024;
 /** a read asks for this much at a time: memory per reader stays at about one chunk (bench/video-jobs.ts, section 5) */
 const READ_CHUNK_BYTES = 512 * 1024;
+/** the URL a response body is read from is used at once; a minute covers a slow connect */
+const PRESIGN_READ_SECONDS = 60;
 
 export function s3BlobStore(config: S3Config): BlobStore {
   const client = new S3Client({
@@ -73,6 +77,23 @@ export function s3BlobStore(config: S3Config): BlobStore {
           }
         },
       }, { highWaterMark: 0 });
+    },
+    async getForResponse(key, span) {
+      const file = client.file(key);
+      const info = await stat(file);
+      if (!info) return null;
+      const start = span?.start ?? 0;
+      const end = Math.min(span?.end ?? info.size - 1, info.size - 1);
+      if (start > end) return new ReadableStream<Uint8Array>({ start: (c) => c.close() });
+      let r: Awaited<ReturnType<typeof getObjectResponse>>;
+      try {
+        r = await getObjectResponse(file.presign({ method: "GET", expiresIn: PRESIGN_READ_SECONDS }), { start, end });
+      } catch (e) {
+        throw fail(`read ${key}`, e);
+      }
+      if (r.status === 404) return null;
+      if (!r.body) throw fail(`read ${key}`, new Error(`${r.status}: ${r.error?.slice(0, 300) ?? ""}`));
+      return r.body;
     },
     async delete(keys) {
       try {

@@ -13,7 +13,7 @@ import type { RequestLimit } from "../rate-limit/key-and-account-limits.ts";
 export const requireKey = (deps: { auth: KeyAuthenticator; requestLimit: RequestLimit; requestLog: RequestLog }, opts: { xApiKey?: boolean } = {}) =>
   new Elysia().derive({ as: "scoped" }, async ({ request, set }) => {
     const principal = await deps.auth.authenticateRequest(request, opts);
-    deps.requestLog.note(request, { accountId: principal.accountId, keyPrefix: principal.keyPrefix });
+    deps.requestLog.note(request, { accountId: principal.accountId, keyPrefix: principal.keyPrefix, keyId: principal.keyId });
     const headers = await deps.requestLimit.admit(principal);
     for (const name in headers) set.headers[name] = headers[name]!;
     return { principal };

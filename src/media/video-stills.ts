@@ -4,13 +4,18 @@
  * reelay has no H.264 *decoder* in process (ffmpeg is not there at run time; the WebAssembly
  * decoders on npm decode Baseline profile only, and GPU backends send High profile), so stills
  * are not read back out of the MP4. Instead:
- * - a video encoded by the host (ctx.host.encodeMp4, e.g. the preview renderer) is sampled while
- *   its frames go to the encoder: the first frame whole, one frame per second of video downscaled
- *   to a tile. The stills ride on the returned MP4 bytes (a symbol property, so they follow the
- *   bytes through the plugin's hands without any state of their own) until the scheduler stores them;
+ * - a video encoded by the host (ctx.host.encodeMp4, e.g. the preview renderer) is sampled on the
+ *   encoder's worker thread while its frames are encoded: the first frame whole, one frame per
+ *   second of video downscaled to a tile; the same worker makes the JPEGs after the MP4. They ride
+ *   on the returned MP4 bytes (a symbol property, so they follow the bytes through the plugin's
+ *   hands without any state of their own) until the scheduler stores them;
  * - a video made elsewhere (a GPU backend's MP4) gets a thumbnail from the job's source image,
- *   cropped and scaled to the video's size: image-to-video models start from that image, so it is
- *   what the first frame shows. It has no spritesheet: there is only one still to show.
+ *   cropped and scaled to the video's size (stills-pool.ts, also on a worker thread): image-to-video
+ *   models start from that image, so it is what the first frame shows. It has no spritesheet: there
+ *   is only one still to show.
+ * None of this runs on the thread that serves requests: jpeg-js is plain JavaScript, and one
+ * 480x832 JPEG took ~25-60 ms of it; 1,000 jobs finishing within seconds queued a minute of
+ * them in front of every completion (bench/video-backends.ts, p50 60 s before the move).
  */
 import jpeg from "jpeg-js";
 import type { DecodedImage } from "./decode-image.ts";
@@ -59,14 +64,26 @@ export class StillsSampler {
   }
 }
 
+/** The stills as stored: JPEG bytes */
+export interface StillJpegs {
+  thumbnail: Uint8Array;
+  spritesheet?: Uint8Array;
+}
+
+/** The first frame and the grid of tiles as JPEGs (on the encoder's worker thread). */
+export function jpegsOf(stills: VideoStills): StillJpegs {
+  const sheet = spritesheetOf(stills);
+  return { thumbnail: jpegOf(stills.first, stills.width, stills.height), spritesheet: jpegOf(sheet.rgba, sheet.width, sheet.height) };
+}
+
 /** Let the stills travel with the MP4 bytes they were taken from. */
-export function attachStills(mp4: Uint8Array, stills: VideoStills | null): Uint8Array {
+export function attachStills(mp4: Uint8Array, stills: StillJpegs | null): Uint8Array {
   if (stills) Object.defineProperty(mp4, STILLS, { value: stills, enumerable: false });
   return mp4;
 }
 
-export function stillsOf(mp4: Uint8Array): VideoStills | undefined {
-  return (mp4 as unknown as Record<symbol, VideoStills | undefined>)[STILLS];
+export function stillsOf(mp4: Uint8Array): StillJpegs | undefined {
+  return (mp4 as unknown as Record<symbol, StillJpegs | undefined>)[STILLS];
 }
 
 /** The source image cropped to the video's aspect ratio (centred) and scaled to its size: a thumbnail for videos made elsewhere. */
@@ -79,7 +96,8 @@ export function stillFromImage(image: DecodedImage, width: number, height: numbe
 
 export function jpegOf(rgba: Uint8Array, width: number, height: number): Uint8Array {
   const out = jpeg.encode({ data: rgba, width, height }, JPEG_QUALITY);
-  return new Uint8Array(out.data.buffer, out.data.byteOffset, out.data.byteLength);
+  // a copy with a buffer of its own (jpeg-js may hand out a view of a shared pool slab): it is transferred between threads
+  return new Uint8Array(out.data);
 }
 
 /** The grid of tiles, row by row (columns = ceil(sqrt(n))); cells past the last tile are black. */

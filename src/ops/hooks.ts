@@ -5,6 +5,7 @@
  */
 import type { Db } from "../db/index.ts";
 import type { RequestLimit, TokenBudget } from "../rate-limit/key-and-account-limits.ts";
+import type { CallTrace } from "../plugin-sdk/index.ts";
 
 export interface Telemetry {
   /** one call to a plugin/upstream finished */
@@ -20,6 +21,8 @@ export interface RequestFacts {
   model?: string;
   accountId?: string;
   keyPrefix?: string;
+  /** the API key's id (never the key), for the request's trace; not in the log line, which has the prefix */
+  keyId?: string;
   promptTokens?: number;
   completionTokens?: number;
   seconds?: number;
@@ -55,6 +58,52 @@ export interface RequestLog {
   flush(): void;
 }
 
+/** A span attribute value (undefined: left out). */
+export type TraceValue = string | number | boolean | string[] | undefined;
+
+/** One span of a trace (a step of a request or of a job); `end` once. */
+export interface TraceSpan {
+  set(attributes: Record<string, TraceValue>): void;
+  /** err: the step failed (recorded as the span's error status) */
+  end(err?: unknown): void;
+  /** a span under this one, from now until its end */
+  child(name: string, attributes?: Record<string, TraceValue>): TraceSpan;
+}
+
+/** The trace of one request in flight: its server span, and the steps under it. */
+export interface RequestTrace {
+  /** attributes of the request's own span */
+  set(attributes: Record<string, TraceValue>): void;
+  /** the span's name (a GenAI request: "{operation} {model}") */
+  rename(name: string): void;
+  /** a span under the request's span, from now until its end */
+  child(name: string, attributes?: Record<string, TraceValue>): TraceSpan;
+  /** what a plugin call gets (CallOptions.trace): its upstream requests carry this trace */
+  readonly upstream: CallTrace;
+  /** the W3C traceparent of the request's span (a job keeps it to link its steps to the request) */
+  traceparent(): string;
+  /** whether prompts and answers may be recorded (REELAY_TRACE_CONTENT) */
+  readonly content: boolean;
+  /** keep the span open after the response went out (a stream settles later); call the result once done */
+  hold(): () => void;
+}
+
+/**
+ * OpenTelemetry traces (src/ops/tracing/). Off (noTracing) when no OTLP endpoint is configured:
+ * then `of` answers undefined and no span object is ever made.
+ */
+export interface Tracing {
+  /** the request's trace; undefined: tracing is off or the request is not sampled */
+  of(request: Request): RequestTrace | undefined;
+  /**
+   * A span of background work (a job's scheduler step, a webhook delivery), linked to the request
+   * whose `traceparent` it names (null: no link); undefined when tracing is off or not sampled.
+   */
+  background(name: string, linkTo: string | null, attributes?: Record<string, TraceValue>): TraceSpan | undefined;
+  /** export what is pending and stop (shutdown) */
+  close(): Promise<void>;
+}
+
 /** GET /metrics: the Prometheus text, after reading the gauges that live in the database. */
 export interface MetricsExport {
   scrape(db: Db): Promise<{ contentType: string; text: string }>;
@@ -67,6 +116,7 @@ export const noRequestLimit: RequestLimit = { admit: async () => ({}) };
 export const noTokenBudget: TokenBudget = { consume: async () => ({}) };
 export const noTelemetry: Telemetry = { upstream() {}, charged() {}, videoTransition() {} };
 export const noRequestLog: RequestLog = { begin() {}, note() {}, end() {}, flush() {} };
+export const noTracing: Tracing = { of: () => undefined, background: () => undefined, close: async () => {} };
 
 /** The parts of AppDeps that the ops module provides. */
 export interface OpsParts {
@@ -74,9 +124,10 @@ export interface OpsParts {
   tokenBudget: TokenBudget;
   telemetry: Telemetry;
   requestLog: RequestLog;
+  tracing: Tracing;
   /** null: no /metrics route */
   metrics: MetricsExport | null;
   readinessChecks: ReadinessCheck[];
 }
 
-export const noOps: OpsParts = { requestLimit: noRequestLimit, tokenBudget: noTokenBudget, telemetry: noTelemetry, requestLog: noRequestLog, metrics: null, readinessChecks: [] };
+export const noOps: OpsParts = { requestLimit: noRequestLimit, tokenBudget: noTokenBudget, telemetry: noTelemetry, requestLog: noRequestLog, tracing: noTracing, metrics: null, readinessChecks: [] };

@@ -13,11 +13,12 @@
 import type { Config } from "../config.ts";
 import type { Logger } from "../logger.ts";
 import { createMemoryLimiter, type RateLimiter } from "../rate-limit/index.ts";
-import type { OpsParts, ReadinessCheck } from "./hooks.ts";
+import { noTracing, type OpsParts, type ReadinessCheck } from "./hooks.ts";
 import { createMetrics, type UpstreamSource } from "./metrics.ts";
 import { createRateLimits } from "../rate-limit/key-and-account-limits.ts";
 import { createRequestLog } from "./request-log.ts";
 import { createTelemetry } from "./telemetry.ts";
+import { version } from "../../package.json" with { type: "json" };
 
 export interface Ops extends OpsParts {
   /** the per-deployment metrics read this (the model registry's upstreams) */
@@ -51,11 +52,14 @@ export async function createOps(config: Config, logger: Logger, opts: { limiter?
   };
 
   const requestLog = createRequestLog({ metrics, logger });
+  // the OpenTelemetry SDK is loaded only when traces are configured: off, no span is ever made
+  const tracing = config.tracing ? (await import("./tracing/otel-tracing.ts")).createOtelTracing(config.tracing, logger, version) : null;
   return {
     requestLimit: limits.requestLimit,
     tokenBudget: limits.tokenBudget,
     telemetry: createTelemetry(metrics, logger),
-    requestLog,
+    requestLog: tracing ? tracing.wrap(requestLog) : requestLog,
+    tracing: tracing ?? noTracing,
     metrics: {
       async scrape(db) {
         await metrics.refresh(db, (err) => logger.warn({ err }, "metrics: could not read database gauges"));
@@ -66,6 +70,7 @@ export async function createOps(config: Config, logger: Logger, opts: { limiter?
     watchUpstreams: metrics.watchUpstreams,
     async close() {
       requestLog.flush();
+      await tracing?.close();
       metrics.close();
       await limiter.close();
     },

@@ -2,12 +2,13 @@
  * ctx.host.encodeMp4 for every plugin: H.264 encoding on worker threads (src/media/encode-worker.ts),
  * never on the thread that serves requests (a 5 s clip at 480x832 is ~2 s of encoder CPU). Frames
  * are pulled from the plugin's iterable only while fewer than FRAMES_IN_FLIGHT wait at the encoder,
- * so a lazy generator keeps memory flat. The first frame and one per second are kept (downscaled)
- * for the video's thumbnail and spritesheet; they travel on the returned bytes. A worker is kept warm between jobs (its wasm compiled, its
+ * so a lazy generator keeps memory flat. The worker also keeps the first frame and one per second
+ * (downscaled) and returns the video's thumbnail and spritesheet as JPEGs beside the MP4; they
+ * travel on the returned bytes (media/video-stills.ts). A worker is kept warm between jobs (its wasm compiled, its
  * heap grown: a warm pair rendered a 5 s clip in 1.9 s where a fresh one took 4.6 s) and closed
  * after IDLE_MS unused.
  */
-import { attachStills, StillsSampler } from "../media/video-stills.ts";
+import { attachStills, type StillJpegs } from "../media/video-stills.ts";
 import { workerUrl } from "../plugin-sdk/index.ts";
 
 const FRAMES_IN_FLIGHT = 4;
@@ -33,10 +34,9 @@ export class Mp4EncoderPool {
     const worker = this.take();
     const it = Symbol.asyncIterator in frames ? frames[Symbol.asyncIterator]() : (frames as Iterable<Uint8Array>)[Symbol.iterator]();
     const frameBytes = opts.width * opts.height * 4;
-    // the thumbnail and spritesheet frames, taken on their way to the encoder (media/video-stills.ts)
-    const stills = new StillsSampler(opts.width, opts.height, opts.fps);
     let ok = false;
     try {
+      let stills: StillJpegs | null = null;
       const mp4 = await new Promise<Uint8Array>((resolve, reject) => {
         let inFlight = 0;
         let pulling = false;
@@ -61,7 +61,6 @@ export class Mp4EncoderPool {
               const frame = r.value;
               if (!(frame instanceof Uint8Array) || frame.byteLength !== frameBytes) throw new Error(`frame ${count} has ${frame?.byteLength} bytes; ${opts.width}x${opts.height} RGBA needs ${frameBytes}`);
               // a copy: the plugin may reuse its buffer for the next frame, and a transfer would detach it
-              stills.add(frame, count);
               const copy = frame.slice();
               worker.postMessage({ type: "frame", frame: copy.buffer }, [copy.buffer]);
               inFlight++;
@@ -74,11 +73,14 @@ export class Mp4EncoderPool {
           }
         };
         worker.onmessage = (e: MessageEvent) => {
-          const m = e.data as { type: string; mp4?: ArrayBuffer; message?: string };
+          const m = e.data as { type: string; mp4?: ArrayBuffer; thumbnail?: ArrayBuffer; spritesheet?: ArrayBuffer; message?: string };
           if (m.type === "consumed") {
             inFlight--;
             void pump();
-          } else if (m.type === "mp4") resolve(new Uint8Array(m.mp4!));
+          } else if (m.type === "mp4") {
+            if (m.thumbnail) stills = { thumbnail: new Uint8Array(m.thumbnail), ...(m.spritesheet ? { spritesheet: new Uint8Array(m.spritesheet) } : {}) };
+            resolve(new Uint8Array(m.mp4!));
+          }
           else fail(new Error(m.message ?? "encoding failed"));
         };
         worker.onerror = (e: ErrorEvent) => fail(new Error(e.message));
@@ -86,7 +88,7 @@ export class Mp4EncoderPool {
         void pump();
       });
       ok = true;
-      return attachStills(mp4, stills.finish());
+      return attachStills(mp4, stills);
     } finally {
       worker.onmessage = worker.onerror = null;
       if (ok) this.park(worker);

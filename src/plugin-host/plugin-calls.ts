@@ -14,6 +14,7 @@ export class PluginCalls {
       signal: call.signal,
       requestId: call.requestId,
       routed: call.routed,
+      trace: call.trace,
       // a messages call's client headers (undefined on every other call)
       anthropicVersion: call.anthropicVersion,
       anthropicBeta: call.anthropicBeta,

@@ -6,7 +6,7 @@
  */
 import type {
   ChatCompletionRequest, ChatResult, ChatStreamEvent, EmbeddingsCapability, EmbeddingsRequest, EmbeddingsResult,
-  MessagesRequest, MessagesResult, MessagesStreamEvent, ModelInstance, UsageAllowance, VideoCapability, VideoPollResult, VideoRequest, VideoWebhookRequest,
+  CallTrace, MessagesRequest, MessagesResult, MessagesStreamEvent, ModelInstance, UsageAllowance, VideoCapability, VideoPollResult, VideoRequest, VideoWebhookRequest,
 } from "../plugin-sdk/index.ts";
 
 export interface HostCall {
@@ -17,6 +17,8 @@ export interface HostCall {
   allowed?: UsageAllowance;
   /** told which upstream deployment served the call, after how many attempts (CallOptions.routed) */
   routed?(info: { deployment: string; attempts: number }): void;
+  /** the request's trace, for the plugin's upstream requests (CallOptions.trace); absent when tracing is off */
+  trace?: CallTrace;
 }
 
 export interface HostChat {

@@ -140,6 +140,12 @@ test("serves the API and the offline docs UI, then stops gracefully on SIGTERM",
     expect(polled.status).toBe("completed");
     const mp4 = Buffer.from(polled.data[0].b64_json, "base64");
     expect(mp4.subarray(4, 8).toString()).toBe("ftyp");
+    // its stills come from the encoder's worker in the binary
+    for (const variant of ["thumbnail", "spritesheet"]) {
+      const still = await fetch(s.url + `/v1/videos/${job.id}/content?variant=${variant}`, { headers: { authorization: `Bearer ${key}` } });
+      expect([variant, still.status, still.headers.get("content-type")]).toEqual([variant, 200, "image/jpeg"]);
+      expect(new Uint8Array(await still.arrayBuffer()).subarray(0, 2)).toEqual(new Uint8Array([0xff, 0xd8]));
+    }
     const html = await (await fetch(s.url + "/docs")).text();
     expect(html).toContain("/docs/assets/scalar.js");
     expect((await fetch(s.url + "/docs/assets/scalar.js")).status).toBe(200);

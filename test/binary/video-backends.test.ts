@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { compiledBinary, freePort, waitForOwnListener } from "../support/harness.ts";
 import { client, pngBase64 } from "../videos/support.ts";
+import { decodeImage } from "../../src/media/index.ts";
 import { startFakeComfy } from "../fakes/comfyui.ts";
 import { startFakeReplicate } from "../fakes/replicate.ts";
 import { startFakeFal } from "../fakes/fal.ts";
@@ -68,6 +69,11 @@ test("from the binary on PGlite: a job on each of ComfyUI, Replicate (webhook), 
     const finals = await Promise.all(ids.map((id) => api.waitFinal(id, 40_000)));
     expect(finals.map((f) => f.status)).toEqual(["completed", "completed", "completed", "completed"]);
     for (const f of finals) expect(Buffer.from(f.data[0].b64_json, "base64").subarray(4, 8).toString()).toBe("ftyp");
+    // a backend's thumbnail is made on a worker thread (an extra entrypoint of the binary) when first asked for
+    const thumb = await fetch(`${url}/v1/videos/${ids[0]}/content?variant=thumbnail`, { headers: { authorization: `Bearer ${key}` } });
+    expect([thumb.status, thumb.headers.get("content-type")]).toEqual([200, "image/jpeg"]);
+    const jpeg = await decodeImage(new Uint8Array(await thumb.arrayBuffer()));
+    expect([jpeg.width, jpeg.height]).toEqual([480, 832]); // the default size
     expect([...replicate.predictions.values()][0]!.webhookDeliveries).toEqual([{ event: "completed", status: 200 }]);
     expect(await api.account()).toMatchObject({ balance: 1_000_000 - 4 * 10_000, held: 0 });
   } finally {

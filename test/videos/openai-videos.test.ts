@@ -114,7 +114,10 @@ describe("official openai SDK: client.videos", () => {
     expect(polled).toMatchObject({ id: fresh.id, object: "video.generation", status: "completed", seconds: 2, size: "624x624" });
     expect(polled.data[0].format).toBe("mp4");
     // the scripted fake's bytes are no real video: no frames were encoded here, so the thumbnail is the source image at the video's size, and there is no spritesheet
-    const thumb = await decodeImage(new Uint8Array(await (await openai.videos.downloadContent(fresh.id, { variant: "thumbnail" })).arrayBuffer()));
+    // made when first asked for: four clients asking at once get the same JPEG
+    const thumbs = await Promise.all(Array.from({ length: 4 }, async () => new Uint8Array(await (await openai.videos.downloadContent(fresh.id, { variant: "thumbnail" })).arrayBuffer())));
+    for (const t of thumbs.slice(1)) expect(t).toEqual(thumbs[0]!);
+    const thumb = await decodeImage(thumbs[0]!);
     expect([thumb.width, thumb.height]).toEqual([624, 624]);
     const err = await openai.videos.downloadContent(fresh.id, { variant: "spritesheet" }).then(() => null, (e) => e);
     expect(err).toMatchObject({ status: 404, code: "variant_not_available" });

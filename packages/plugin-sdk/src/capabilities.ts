@@ -34,6 +34,28 @@ export interface CallOptions {
    * request's log line. Absent when the host does not ask.
    */
   routed?(info: { deployment: string; attempts: number }): void;
+  /**
+   * The request's trace (OpenTelemetry, W3C trace context), when the operator turned tracing on
+   * and the request is sampled; absent otherwise. `callUpstream` puts its headers on every
+   * upstream request and `routedCall` makes a span per attempt, so a plugin using both needs
+   * nothing more. A plugin with its own HTTP client adds `trace.outgoing(url)` to its headers.
+   */
+  trace?: CallTrace;
+}
+
+/** The trace of one plugin call (SDK 1.5): how its upstream requests join the client's trace. */
+export interface CallTrace {
+  /**
+   * Headers for an HTTP request to `url` made now (`traceparent`, and `tracestate` when the client
+   * sent one): they carry the open attempt's span, else the request's. Records the address on it.
+   */
+  outgoing(url: string): Record<string, string>;
+  /** One attempt on an upstream deployment: a span from now until `end` (err: the attempt failed). */
+  attempt(info: { deployment?: string; attempt: number }): AttemptTrace;
+}
+
+export interface AttemptTrace {
+  end(err?: unknown): void;
 }
 
 /* -------------------------------------------------------------------- chat */

@@ -7,7 +7,7 @@ export { PLUGIN_API_VERSION, SDK_VERSION } from "./version.ts";
 export { definePlugin, type ReelayPlugin, type PluginDefinition, type OptionsOf, type PluginContext, type VideoHostHooks, type HostServices, type DecodedImage, type ModelDeclaration, type ModelPricing } from "./plugin.ts";
 export {
   CAPABILITIES, MAX_HANDLE_LENGTH, DEFAULT_VIDEO_SIZES, DEFAULT_VIDEO_SECONDS,
-  type Capability, type CallOptions, type PluginLogger, type ModelInstance,
+  type Capability, type CallOptions, type CallTrace, type AttemptTrace, type PluginLogger, type ModelInstance,
   type ChatCapability, type ChatResult, type ChatStreamEvent, type TokenUsage,
   type MessagesCapability, type MessagesCallOptions, type MessagesResult,
   type EmbeddingsCapability, type EmbeddingsRequest, type EmbeddingsResult,

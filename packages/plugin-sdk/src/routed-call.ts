@@ -18,7 +18,7 @@
  * A stream keeps its deployment busy until it ends: pass `{ holdOnSuccess: true }`, and call
  * `lease.end(outcome)` when the stream finishes (the lease settles once; later calls do nothing).
  */
-import type { CallOptions, PluginLogger } from "./capabilities.ts";
+import type { AttemptTrace, CallOptions, PluginLogger } from "./capabilities.ts";
 import { isPluginError, PluginError } from "./errors.ts";
 import type { AttemptOutcome, Deployment, UpstreamRouter } from "./router.ts";
 
@@ -38,7 +38,7 @@ export class Lease<T> {
   /** when the attempt succeeded (a stream: its first event); the latency the breaker records */
   answeredAt: number | null = null;
 
-  constructor(private readonly router: UpstreamRouter<T>, readonly deployment: Deployment<T>, readonly attempt: number) {
+  constructor(private readonly router: UpstreamRouter<T>, readonly deployment: Deployment<T>, readonly attempt: number, private readonly trace?: AttemptTrace) {
     this.startedAt = performance.now();
   }
 
@@ -46,6 +46,7 @@ export class Lease<T> {
   end(err?: unknown, signal?: AbortSignal): void {
     if (this.settled) return;
     this.settled = true;
+    this.trace?.end(err);
     const ms = (this.answeredAt ?? performance.now()) - this.startedAt;
     if (err === undefined) return this.router.release(this.deployment, { ok: true, ms });
     if (signal?.aborted || !isPluginError(err)) {
@@ -82,7 +83,7 @@ export interface RoutedResult<R, T> {
 
 export async function routedCall<T, R>(
   router: UpstreamRouter<T>,
-  call: Pick<CallOptions, "signal" | "routed"> & { logger?: PluginLogger },
+  call: Pick<CallOptions, "signal" | "routed" | "trace"> & { logger?: PluginLogger },
   attempt: (lease: Lease<T>) => Promise<R>,
   opts: { budget?: RetryBudget; holdOnSuccess?: boolean } = {},
 ): Promise<RoutedResult<R, T>> {
@@ -94,7 +95,7 @@ export async function routedCall<T, R>(
     const d = router.acquire(tried);
     if (d === null) break;
     tried.push(d);
-    const lease = new Lease(router, d, n);
+    const lease = new Lease(router, d, n, call.trace?.attempt({ deployment: d.name, attempt: n }));
     try {
       const value = await attempt(lease);
       lease.answeredAt = performance.now();

@@ -19,7 +19,7 @@
  * `stream_interrupted`. A router spreading calls over several deployments sits in front of this:
  * it passes `retryRefusedMs: []` and tries another deployment on a `retryable` error.
  */
-import type { PluginLogger } from "./capabilities.ts";
+import type { CallTrace, PluginLogger } from "./capabilities.ts";
 import { upstreamHttpError } from "./error-body.ts";
 import { isPluginError, PluginError } from "./errors.ts";
 import { readNdjson } from "./ndjson.ts";
@@ -62,11 +62,12 @@ const FINISHED = new DOMException("upstream call finished", "AbortError");
 /** the largest non-streamed answer read by default: 16 MiB (128 choices × 32k tokens of text) */
 export const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
 
-export async function callUpstream(req: UpstreamRequest, call: { signal: AbortSignal; logger?: PluginLogger }, opts: UpstreamOptions = {}): Promise<UpstreamResponse> {
+export async function callUpstream(req: UpstreamRequest, call: { signal: AbortSignal; logger?: PluginLogger; trace?: Pick<CallTrace, "outgoing"> }, opts: UpstreamOptions = {}): Promise<UpstreamResponse> {
   const d = new Deadlines(call.signal, { ...DEFAULT_UPSTREAM_TIMEOUTS, ...opts.timeouts }, opts.redact ?? ((t) => t));
   const doFetch = opts.fetch ?? globalThis.fetch;
   const backoff = opts.retryRefusedMs ?? [100, 300];
-  const headers = { ...(req.json !== undefined ? { "content-type": "application/json" } : {}), ...req.headers };
+  // the trace context first: a plugin's own traceparent header (if it sets one) wins
+  const headers = { ...(call.trace ? call.trace.outgoing(req.url) : null), ...(req.json !== undefined ? { "content-type": "application/json" } : {}), ...req.headers };
   const body = req.json !== undefined ? JSON.stringify(req.json) : req.body;
   const init = { method: req.method ?? (body === undefined ? "GET" : "POST"), headers, body, signal: d.signal };
   try {

@@ -5,4 +5,4 @@
  * the host could not recognise from another bundle. `SDK_VERSION` is this package's version.
  */
 export const PLUGIN_API_VERSION = 2 as const;
-export const SDK_VERSION = "1.4.0";
+export const SDK_VERSION = "1.5.0";

@@ -91,6 +91,8 @@ export const videoJobs = pgTable(
     linksBase: text("links_base"),
     /** the API route the job was submitted with ("/v1/videos/generations", "/v1/videos", "/v1/videos/{id}/remix"): its usage row's route */
     route: text("route"),
+    /** the W3C traceparent of the submitting request's span (null: tracing off): the scheduler's steps join its trace, on any instance */
+    traceparent: text("traceparent"),
   },
   (t) => [
     uniqueIndex("video_jobs_idempotency_uniq").on(t.accountId, t.idempotencyKey).where(sql`${t.idempotencyKey} IS NOT NULL`),

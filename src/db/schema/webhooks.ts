@@ -75,6 +75,8 @@ export const webhookDeliveries = pgTable(
     lastError: text("last_error"),
     lastAttemptAt: timestamp("last_attempt_at", { withTimezone: true }),
     deliveredAt: timestamp("delivered_at", { withTimezone: true }),
+    /** the job's traceparent (video_jobs.traceparent) at enqueue time: each attempt's span joins the job's trace */
+    traceparent: text("traceparent"),
     createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [

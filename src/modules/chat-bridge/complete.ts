@@ -12,7 +12,7 @@ import type { ApiError } from "../../errors.ts";
 import type { AppDeps } from "../../deps.ts";
 import type { ChatResult as PluginChatResult } from "../../plugin-sdk/index.ts";
 import { reportedUsage, type ClosedRequest } from "../chat/close-request.ts";
-import { completionText, failChat, finishAnswer, finishChat, prepareChat, withFallbacks, type ChatCall, type PipelineCall, type PreparedChat } from "../chat/service.ts";
+import { completionText, failChat, traceAnswer, finishAnswer, finishChat, prepareChat, withFallbacks, type ChatCall, type PipelineCall, type PreparedChat } from "../chat/service.ts";
 
 /** What a request was charged for (credible counts; micro-dollars), as its usage row says. */
 export interface BilledChat {
@@ -59,7 +59,7 @@ export async function completeViaChat(deps: AppDeps, calls: ChatCall[]): Promise
     throw err;
   }
   const settled = await Promise.allSettled(prepared.map((p, i) =>
-    withFallbacks(deps, calls[i]!, p, (p) => p.chat.complete(p.forwarded, { signal: calls[i]!.signal, requestId: calls[i]!.requestId, allowed: p.allowed, routed: p.routed }))));
+    withFallbacks(deps, calls[i]!, p, (p) => p.chat.complete(p.forwarded, { signal: calls[i]!.signal, requestId: calls[i]!.requestId, allowed: p.allowed, routed: p.routed, trace: p.trace }))));
   if (settled.some((s) => s.status === "rejected")) {
     let first: ApiError | undefined;
     settled.forEach((s, i) => {
@@ -80,6 +80,7 @@ export async function completeViaChat(deps: AppDeps, calls: ChatCall[]): Promise
 export function finishCompletion(deps: AppDeps, call: PipelineCall, p: PreparedChat<unknown>, value: PluginChatResult): ChatResult {
   const completion: any = value.completion;
   const usage = value.usage ?? value.upstreamUsage;
+  if (call.trace) traceAnswer(call.trace, completion);
   const billed = finishAnswer(deps, call, p, reportedUsage(usage), () => completionText(completion));
   if (completion && typeof completion === "object") completion.model = p.model.id;
   const upstreamUsage = (completion?.usage ?? usage) as Record<string, any> | undefined;

@@ -15,7 +15,7 @@ export const chatRoutes = (deps: AppDeps) =>
       ({ body, principal, request, set }) => {
         const call: ChatCall = {
           principal, body, requestId: String(set.headers["x-request-id"]), signal: request.signal,
-          startedAt: performance.now(), note: (facts) => deps.requestLog.note(request, facts),
+          startedAt: performance.now(), note: (facts) => deps.requestLog.note(request, facts), trace: deps.tracing.of(request),
         };
         return body.stream === true ? streamChat(deps, call) : completeChat(deps, call);
       },

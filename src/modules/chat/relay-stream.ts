@@ -21,6 +21,8 @@ import { DeliveryCount } from "./delivery-count.ts";
 import type { ChatCompletionRequest } from "./model.ts";
 import { failChat, finishChat, prepareChat, withFallbacks, type ChatCall, type PipelineCall, type PreparedChat } from "./service.ts";
 import { clientErrorFrom, pluginErrorKind } from "../../http/plugin-errors.ts";
+import type { RequestTrace } from "../../ops/hooks.ts";
+import { GEN_AI } from "../../ops/tracing/attributes.ts";
 
 const encoder = new TextEncoder();
 /** The first `"model": "…"` of a chunk is its top-level model (id, object, created, model, choices …). */
@@ -44,6 +46,8 @@ export interface RelayFormat<E> {
   done(billed: ClosedRequest): string;
   /** the error event of a stream that broke after it began, with what was billed for it */
   failed(error: ApiError, billed: ClosedRequest): string;
+  /** the stream ended: put what it said (response model, finish reasons) on the request's trace */
+  traceEnd?(): void;
 }
 
 /** An upstream stream whose first event has arrived, and how to relay it. */
@@ -56,8 +60,8 @@ export interface OpenedStream<E> {
 export async function streamChat(deps: AppDeps, call: ChatCall): Promise<Response> {
   const p = await prepareChat(deps, call);
   return relayStream(deps, call, p, async (p, signal) => {
-    const events = (await p.chat.stream(p.forwarded, { signal, requestId: call.requestId, routed: p.routed }))[Symbol.asyncIterator]();
-    return { events, first: await events.next(), format: new ChatFormat(call.body, p.model.id) };
+    const events = (await p.chat.stream(p.forwarded, { signal, requestId: call.requestId, routed: p.routed, trace: p.trace }))[Symbol.asyncIterator]();
+    return { events, first: await events.next(), format: new ChatFormat(call.body, p.model.id, call.trace) };
   });
 }
 
@@ -102,7 +106,11 @@ export class ChatFormat implements RelayFormat<ChatStreamEvent> {
   private readonly wantsRunningUsage: boolean;
   private readonly modelField: string;
 
-  constructor(body: Pick<ChatCompletionRequest, "stream_options">, modelId: string) {
+  /** what the trace records of the answer (only with a trace) */
+  private answer: { id?: string; model?: string; finish: string[]; text: string } | null = null;
+
+  constructor(body: Pick<ChatCompletionRequest, "stream_options">, modelId: string, private readonly trace?: RequestTrace) {
+    if (trace) this.answer = { finish: [], text: "" };
     const so = body.stream_options as Record<string, unknown> | null | undefined;
     this.wantsUsage = so?.include_usage === true;
     this.wantsRunningUsage = so?.continuous_usage_stats === true;
@@ -116,6 +124,7 @@ export class ChatFormat implements RelayFormat<ChatStreamEvent> {
   relay(e: ChatStreamEvent): string | null {
     const json = e.json;
     this.count.observe(json);
+    if (this.answer) this.observe(json);
     const usage = json?.usage;
     let data = e.data;
     if (usage && Array.isArray(json.choices)) {
@@ -147,6 +156,23 @@ export class ChatFormat implements RelayFormat<ChatStreamEvent> {
 
   done(): string {
     return "data: [DONE]\n\n";
+  }
+
+  private observe(json: any) {
+    const a = this.answer!;
+    if (a.model === undefined && typeof json?.model === "string") a.model = json.model;
+    if (a.id === undefined && typeof json?.id === "string") a.id = json.id;
+    for (const c of Array.isArray(json?.choices) ? json.choices : []) {
+      if (typeof c?.finish_reason === "string") a.finish.push(c.finish_reason);
+      if (this.trace!.content && typeof c?.delta?.content === "string") a.text += c.delta.content;
+    }
+  }
+
+  traceEnd(): void {
+    const a = this.answer;
+    if (!a) return;
+    this.trace!.set({ [GEN_AI.responseModel]: a.model, [GEN_AI.responseId]: a.id, [GEN_AI.finishReasons]: a.finish });
+    if (this.trace!.content) this.trace!.set({ [GEN_AI.outputMessages]: JSON.stringify([{ role: "assistant", content: a.text }]) });
   }
 
   failed(error: ApiError): string {
@@ -250,6 +276,7 @@ class Relay<E> {
       plugin: this.p.model.plugin, model: this.p.model.id, ms: performance.now() - this.call.startedAt,
       outcome: end.kind === "failed" ? "error" : "ok", errorKind: end.kind === "failed" ? pluginErrorKind(end.err) : undefined,
     });
+    this.format.traceEnd?.();
     const delivered = this.format.deliveredTokens();
     const reported = this.format.reported();
     // the upstream's final count when the stream ended normally; else what was delivered, by the

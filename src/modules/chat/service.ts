@@ -11,7 +11,7 @@ import type { Principal } from "../../auth/authenticate-key.ts";
 import { ABSURD_TOKENS, applyPlan, openCharge, worstPriceOf, type Charge } from "../../billing/index.ts";
 import type { AppDeps } from "../../deps.ts";
 import { fallbackModels, resolveModel } from "../../registry/resolve-model.ts";
-import type { RequestFacts } from "../../ops/hooks.ts";
+import type { RequestFacts, RequestTrace } from "../../ops/hooks.ts";
 import { readPluginError, type ChatCompletionRequest as PluginChatRequest, type ChatResult } from "../../plugin-sdk/index.ts";
 import type { HostChat } from "../../plugin-host/types.ts";
 import type { RegisteredModel } from "../../registry/model-registry.ts";
@@ -19,6 +19,7 @@ import { countTextTokens, estimateChatRequestTokens } from "../../text/tokens.ts
 import { closeRequest, reportedUsage, type ChatAllowance, type ChatOutcome, type ClosedRequest, type ReportedUsage } from "./close-request.ts";
 import type { ChatCompletionRequest } from "./model.ts";
 import { clientErrorFrom, pluginErrorKind } from "../../http/plugin-errors.ts";
+import { GEN_AI, REELAY } from "../../ops/tracing/attributes.ts";
 
 /**
  * Output tokens held when neither the client nor the model config bounds the reply (and the model
@@ -50,6 +51,10 @@ export interface PipelineCall {
   route?: string;
   /** told what the request was billed for once it is closed (a bridge's closing events carry it) */
   billed?(closed: ClosedRequest): void;
+  /** the GenAI operation for the trace (default "chat"; legacy completions: "text_completion") */
+  operation?: string;
+  /** the request's trace (undefined: tracing off, or not sampled): spans for the charge, the attempts and the settlement */
+  trace?: RequestTrace;
 }
 
 /** What the chat controller hands the service. */
@@ -102,6 +107,10 @@ export interface PreparedChat<B = PluginChatRequest> {
   attempts: number;
   /** the HostCall's `routed`: notes the deployment and the attempts in the request's log line */
   routed(info: { deployment: string; attempts: number }): void;
+  /** the HostCall's `trace` (the plugin's view of the request's trace) */
+  trace?: RequestTrace["upstream"];
+  /** ends the request's span once settled (it outlives the response of a stream) */
+  untraced?: () => void;
 }
 
 /**
@@ -183,15 +192,23 @@ export async function prepareRequest<B>(deps: AppDeps, call: PipelineCall, model
   }
   const headers = await deps.tokenBudget.consume(call.principal, promptEstimate + maxOutput * choices);
   const dearest = worst.model === model ? "" : ` (at the prices of fallback ${worst.model.id})`;
+  const trace = call.trace;
+  if (trace) traceRequest(trace, call, model, view);
+  const holding = trace?.child("reelay.charge", { [REELAY.holdMicros]: worst.cost, [GEN_AI.requestModel]: model.id });
   const charge = await openCharge(deps, {
     accountId: call.principal.accountId, keyId: call.principal.keyId, ref: call.requestId, kind: "chat", route: call.route ?? "/v1/chat/completions",
     model: model.id, plugin: model.plugin, pricing: applyPlan(plan, model.id, model.pricing), plan, worstCase: worst.cost, startedAt: call.startedAt,
     reason: `chat ${model.id}: hold for ${promptEstimate} prompt + ${worst.output * choices} output tokens${dearest}`,
+  }).catch((err) => {
+    holding?.end(err);
+    throw err;
   });
+  holding?.end();
   const first = candidates[0]!;
   const p: PreparedChat<B> = {
     model, chat: first.chat, forwarded: first.forwarded, promptEstimate, charge, allowed: first.allowed, headers, candidates, attempts: 0,
     routed: (info) => call.note({ deployment: info.deployment, attempts: (p.attempts += info.attempts) }),
+    trace: trace?.upstream, untraced: trace?.hold(),
   };
   return p;
 }
@@ -213,6 +230,7 @@ export async function withFallbacks<R, B>(deps: AppDeps, call: PipelineCall, p: 
       await next.model.ready(call.signal);
       Object.assign(p, { model: next.model, chat: next.chat, forwarded: next.forwarded, allowed: next.allowed });
       p.charge.servedBy(next.model);
+      call.trace?.set({ [GEN_AI.provider]: next.model.plugin });
       call.note({ model: next.model.id, requestedModel: p.candidates[0]!.model.id });
     }
   }
@@ -220,9 +238,22 @@ export async function withFallbacks<R, B>(deps: AppDeps, call: PipelineCall, p: 
 
 /** Close the request (money + usage row, queued), report it, and return what was charged. */
 export function finishChat(call: PipelineCall, p: PreparedChat<unknown>, out: ChatOutcome): ClosedRequest {
-  const r = closeRequest(p.charge, p.allowed, out, p.chat.countsTokens === true);
+  const settling = call.trace?.child("reelay.settle");
+  let r: ClosedRequest;
+  try {
+    r = closeRequest(p.charge, p.allowed, out, p.chat.countsTokens === true);
+  } catch (err) {
+    settling?.end(err);
+    p.untraced?.();
+    throw err;
+  }
+  if (settling) {
+    settling.set({ [REELAY.chargeMicros]: r.cost, [GEN_AI.inputTokens]: r.promptTokens, [GEN_AI.outputTokens]: r.completionTokens, "reelay.usage.anomaly": r.anomaly ?? undefined, "reelay.charged": out.charge });
+    settling.end();
+  }
   call.note({ promptTokens: r.promptTokens, completionTokens: r.completionTokens, cost: r.cost, disconnected: out.disconnected });
   call.billed?.(r);
+  p.untraced?.();
   return r;
 }
 
@@ -257,13 +288,14 @@ export async function completeChat(deps: AppDeps, call: ChatCall): Promise<Respo
   const p = await prepareChat(deps, call);
   let result: ChatResult;
   try {
-    result = await withFallbacks(deps, call, p, (p) => p.chat.complete(p.forwarded, { signal: call.signal, requestId: call.requestId, allowed: p.allowed, routed: p.routed }));
+    result = await withFallbacks(deps, call, p, (p) => p.chat.complete(p.forwarded, { signal: call.signal, requestId: call.requestId, allowed: p.allowed, routed: p.routed, trace: p.trace }));
   } catch (err) {
     throw failChat(deps, call, p, err, call.signal.aborted);
   }
   // only the returned usage is billed (checked by the host), else the upstream's report as relayed, never completion.usage
   const completion: any = result.completion;
   const u = result.usage ?? result.upstreamUsage;
+  if (call.trace) traceAnswer(call.trace, completion);
   const billed = finishAnswer(deps, call, p, reportedUsage(u), () => completionText(completion));
   if (completion && typeof completion === "object") {
     completion.model = p.model.id;
@@ -294,4 +326,28 @@ export function completionText(completion: any): string {
     for (const tc of Array.isArray(m?.tool_calls) ? m.tool_calls : []) if (typeof tc?.function?.arguments === "string") text += tc.function.arguments;
   }
   return text;
+}
+
+/** The GenAI attributes known before the call; content only when the operator opted in. */
+function traceRequest(trace: RequestTrace, call: PipelineCall, model: RegisteredModel, view: RequestView<unknown>) {
+  const operation = call.operation ?? "chat";
+  trace.rename(`${operation} ${model.id}`);
+  const body = view.bodyFor(model) as Record<string, unknown> | null;
+  trace.set({
+    [GEN_AI.operation]: operation, [GEN_AI.provider]: model.plugin, [GEN_AI.requestModel]: model.id,
+    [GEN_AI.maxTokens]: typeof body?.max_tokens === "number" ? body.max_tokens : typeof body?.max_completion_tokens === "number" ? body.max_completion_tokens : undefined,
+    [REELAY.keyId]: call.principal.keyId, [REELAY.accountId]: call.principal.accountId, [REELAY.route]: call.route ?? "/v1/chat/completions",
+  });
+  if (trace.content && body) trace.set({ [GEN_AI.inputMessages]: JSON.stringify(body.messages ?? body.prompt ?? body.input ?? null) });
+}
+
+/** The response's GenAI attributes: the upstream's model name, finish reasons (and the answer, when opted in). */
+export function traceAnswer(trace: RequestTrace, completion: any) {
+  const choices: any[] = Array.isArray(completion?.choices) ? completion.choices : [];
+  trace.set({
+    [GEN_AI.responseModel]: typeof completion?.model === "string" ? completion.model : undefined,
+    [GEN_AI.responseId]: typeof completion?.id === "string" ? completion.id : undefined,
+    [GEN_AI.finishReasons]: choices.map((c) => String(c?.finish_reason ?? "")).filter(Boolean),
+  });
+  if (trace.content) trace.set({ [GEN_AI.outputMessages]: JSON.stringify(choices.map((c) => c?.message ?? { content: c?.text ?? null })) });
 }

@@ -14,7 +14,7 @@ export const completionsRoutes = (deps: AppDeps) =>
       ({ body, principal, request, set }) =>
         createCompletion(deps, {
           principal, body, requestId: String(set.headers["x-request-id"]), signal: request.signal, startedAt: performance.now(),
-          note: (facts) => deps.requestLog.note(request, facts),
+          note: (facts) => deps.requestLog.note(request, facts), trace: deps.tracing.of(request),
         }),
       {
         body: CompletionRequest,

@@ -1,6 +1,6 @@
 /** What the Messages controller hands its services: plain values, no Elysia context. */
 import type { Principal } from "../../auth/authenticate-key.ts";
-import type { RequestFacts } from "../../ops/hooks.ts";
+import type { RequestFacts, RequestTrace } from "../../ops/hooks.ts";
 import type { CountTokensRequest, MessagesRequest } from "./model.ts";
 
 export const ROUTE = "/v1/messages";
@@ -14,6 +14,8 @@ export interface MessagesCall<B = MessagesRequest> {
   signal: AbortSignal;
   startedAt: number;
   note(facts: RequestFacts): void;
+  /** the request's trace (deps.tracing.of; undefined when tracing is off) */
+  trace?: RequestTrace;
   /** the client's `anthropic-version` header, passed on to a model that speaks Messages natively */
   anthropicVersion?: string;
   /** the client's `anthropic-beta` header, split at commas */

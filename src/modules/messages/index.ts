@@ -26,7 +26,7 @@ export const messagesRoutes = (deps: AppDeps) =>
       ({ body, principal, request, set }) =>
         createMessage(deps, {
           principal, body, requestId: String(set.headers["x-request-id"]), signal: request.signal, startedAt: performance.now(),
-          note: (facts) => deps.requestLog.note(request, facts), ...anthropicHeaders(request),
+          note: (facts) => deps.requestLog.note(request, facts), trace: deps.tracing.of(request), ...anthropicHeaders(request),
         }),
       {
         body: MessagesRequest,
@@ -53,7 +53,7 @@ export const messagesRoutes = (deps: AppDeps) =>
     .post("/messages/count_tokens", ({ body, principal, request, set }) =>
       countMessageTokens(deps, {
         principal, body, requestId: String(set.headers["x-request-id"]), signal: request.signal, startedAt: performance.now(),
-        note: (facts) => deps.requestLog.note(request, facts), ...anthropicHeaders(request),
+        note: (facts) => deps.requestLog.note(request, facts), trace: deps.tracing.of(request), ...anthropicHeaders(request),
       }), {
       body: CountTokensRequest,
       detail: {

@@ -86,12 +86,12 @@ function view(body: MessagesCall["body"], stream: boolean, bridge: Bridge): Requ
 const answeredModel = (call: MessagesCall, p: PreparedChat<Forwarded>) => (p.model === p.candidates[0]!.model ? call.body.model : p.model.id);
 
 const pipelineCall = (call: MessagesCall): PipelineCall => ({
-  principal: call.principal, requestId: call.requestId, signal: call.signal, startedAt: call.startedAt, note: call.note, route: ROUTE,
+  principal: call.principal, requestId: call.requestId, signal: call.signal, startedAt: call.startedAt, note: call.note, route: ROUTE, trace: call.trace,
 });
 
 /** The plugin call's options: the chat pipeline's, and the client's Anthropic headers. */
 const hostCall = (call: MessagesCall, p: PreparedChat<Forwarded>, signal: AbortSignal): HostMessagesCall => ({
-  signal, requestId: call.requestId, allowed: p.allowed, routed: p.routed, anthropicVersion: call.anthropicVersion, anthropicBeta: call.anthropicBeta,
+  signal, requestId: call.requestId, allowed: p.allowed, routed: p.routed, trace: p.trace, anthropicVersion: call.anthropicVersion, anthropicBeta: call.anthropicBeta,
 });
 
 /** Non-streamed: the upstream's message with reelay's model id and the usage billed. */
@@ -104,7 +104,7 @@ export async function createNative(deps: AppDeps, call: MessagesCall, model: Reg
     served = await withFallbacks(deps, pc, p, async (p) => {
       const native = speaksMessages(p.model, false) ? p.model.instance.messages! : null;
       if (native) return { native: await native.create(p.forwarded as PluginMessagesRequest, hostCall(call, p, call.signal)) };
-      return { chat: await p.chat.complete(p.forwarded as PluginChatRequest, { signal: call.signal, requestId: call.requestId, allowed: p.allowed, routed: p.routed }) };
+      return { chat: await p.chat.complete(p.forwarded as PluginChatRequest, { signal: call.signal, requestId: call.requestId, allowed: p.allowed, routed: p.routed, trace: p.trace }) };
     });
   } catch (err) {
     throw failChat(deps, pc, p, err, call.signal.aborted);
@@ -135,7 +135,7 @@ export async function streamNative(deps: AppDeps, call: MessagesCall, model: Reg
       return { events, first: await events.next(), format: new NativeMessagesFormat(answeredModel(call, p)) };
     }
     const chat = p.forwarded as PluginChatRequest;
-    const events = (await p.chat.stream(chat, { signal, requestId: call.requestId, routed: p.routed }))[Symbol.asyncIterator]();
+    const events = (await p.chat.stream(chat, { signal, requestId: call.requestId, routed: p.routed, trace: p.trace }))[Symbol.asyncIterator]();
     return { events, first: await events.next(), format: new ChatFormat(chat, p.model.id) };
   });
   if (!bridged) return res;

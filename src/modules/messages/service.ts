@@ -38,7 +38,7 @@ export async function createMessage(deps: AppDeps, call: MessagesCall): Promise<
   }
   const ctx: MessageContext = { id: newMessageId(), stopSequences };
   const chatCall: ChatCall = {
-    principal: call.principal, body: chat as ChatCompletionRequest, requestId: call.requestId, signal: call.signal, startedAt: call.startedAt, note: call.note, route: ROUTE,
+    principal: call.principal, body: chat as ChatCompletionRequest, requestId: call.requestId, signal: call.signal, startedAt: call.startedAt, note: call.note, route: ROUTE, trace: call.trace,
   };
   try {
     if (stream) {

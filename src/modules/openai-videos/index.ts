@@ -29,7 +29,7 @@ export const openAiVideoRoutes = (deps: AppDeps) =>
       async ({ principal, body, headers, request, set }) => {
         const submission = await readCreateRequest(deps, body);
         deps.requestLog.note(request, { model: submission.model, seconds: submission.seconds });
-        const r = await submitVideo(deps, principal, submission, headers["idempotency-key"] ?? null, new URL(request.url).origin);
+        const r = await submitVideo(deps, principal, { ...submission, traceparent: deps.tracing.of(request)?.traceparent() }, headers["idempotency-key"] ?? null, new URL(request.url).origin);
         deps.requestLog.note(request, { jobId: r.job.id });
         set.status = 200;
         return presentVideo(r.job);
@@ -80,7 +80,7 @@ export const openAiVideoRoutes = (deps: AppDeps) =>
       response: { 404: ErrorEnvelope, 409: ErrorEnvelope, 410: ErrorEnvelope, 416: ErrorEnvelope, 503: ErrorEnvelope, ...authErrors },
     })
     .post("/videos/:id/remix", async ({ principal, params, body, headers, request }) => {
-      const r = await remixVideo(deps, principal, params.id, body.prompt, headers["idempotency-key"] ?? null, new URL(request.url).origin);
+      const r = await remixVideo(deps, principal, params.id, body.prompt, headers["idempotency-key"] ?? null, new URL(request.url).origin, deps.tracing.of(request)?.traceparent());
       return presentVideo(r.job);
     }, {
       params: IdParams,

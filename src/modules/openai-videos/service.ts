@@ -52,7 +52,7 @@ export async function deleteVideo(deps: AppDeps, id: string, accountId: string) 
 }
 
 /** POST /v1/videos/{id}/remix: a new job of the same model, size and length from the same source image, if the model can remix. */
-export async function remixVideo(deps: AppDeps, principal: Principal, id: string, prompt: string, idempotencyKey: string | null, origin: string) {
+export async function remixVideo(deps: AppDeps, principal: Principal, id: string, prompt: string, idempotencyKey: string | null, origin: string, traceparent?: string) {
   const job = await findJob(deps.database.db, id, principal.accountId);
   if (!job) throw jobNotFound(id);
   const model = deps.registry.get(job.model);
@@ -74,6 +74,6 @@ export async function remixVideo(deps: AppDeps, principal: Principal, id: string
     imageField: { param: "video_id", hint: "a video that still has its source image" },
     fingerprint: ["remix", id, prompt],
     defaults: { seconds: job.seconds, size: `${job.width}x${job.height}` },
-    route: "/v1/videos/{id}/remix",
+    route: "/v1/videos/{id}/remix", traceparent,
   }, idempotencyKey, origin);
 }

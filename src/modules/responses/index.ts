@@ -22,7 +22,7 @@ export const responsesRoutes = (deps: AppDeps, seal = reasoningSeal(deps.config)
       ({ body, principal, request, set }) =>
         createResponse(deps, {
           principal, body, requestId: String(set.headers["x-request-id"]), signal: request.signal, startedAt: performance.now(),
-          note: (facts) => deps.requestLog.note(request, facts), seal,
+          note: (facts) => deps.requestLog.note(request, facts), trace: deps.tracing.of(request), seal,
         }),
       {
         body: ResponsesRequest,

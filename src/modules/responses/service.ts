@@ -9,7 +9,7 @@
 import type { Principal } from "../../auth/authenticate-key.ts";
 import type { AppDeps } from "../../deps.ts";
 import { badRequest, forbidden, notFound } from "../../errors.ts";
-import type { RequestFacts } from "../../ops/hooks.ts";
+import type { RequestFacts, RequestTrace } from "../../ops/hooks.ts";
 import { completeViaChat } from "../chat-bridge/complete.ts";
 import { streamViaChat } from "../chat-bridge/stream.ts";
 import type { ChatCall } from "../chat/service.ts";
@@ -33,6 +33,8 @@ export interface ResponsesCall {
   signal: AbortSignal;
   startedAt: number;
   note(facts: RequestFacts): void;
+  /** the request's trace (deps.tracing.of; undefined when tracing is off) */
+  trace?: RequestTrace;
   /** seals and opens reasoning for `include: ["reasoning.encrypted_content"]` */
   seal: ReasoningSeal;
 }
@@ -82,7 +84,7 @@ export async function createResponse(deps: AppDeps, call: ResponsesCall): Promis
   };
 
   const chatCall: ChatCall = {
-    principal, body: chatBody as ChatCompletionRequest, requestId: call.requestId, signal: call.signal, startedAt: call.startedAt, note: call.note, route: ROUTE,
+    principal, body: chatBody as ChatCompletionRequest, requestId: call.requestId, signal: call.signal, startedAt: call.startedAt, note: call.note, route: ROUTE, trace: call.trace,
   };
   try {
     if (body.stream === true) {

@@ -14,7 +14,7 @@
  */
 import { createHash } from "node:crypto";
 import { Elysia, t } from "elysia";
-import { isBlobStoreError } from "../../blob-store/index.ts";
+import { isBlobStoreError, type BlobInfo, type BlobStore } from "../../blob-store/index.ts";
 import type { AppDeps } from "../../deps.ts";
 import { ApiError } from "../../errors.ts";
 import { authErrors, ErrorEnvelope } from "../../http/schemas.ts";
@@ -71,7 +71,7 @@ const TYPES: Record<ContentVariant, { type: string; ext: string }> = { video: { 
 
 const unavailable = (e: unknown) => (isBlobStoreError(e) ? storageUnavailable(e) : e);
 
-export async function videoContent(deps: Pick<AppDeps, "database" | "blobs">, id: string, accountId: string, request: Request, variant: ContentVariant = "video"): Promise<Response> {
+export async function videoContent(deps: Pick<AppDeps, "database" | "blobs" | "thumbnails">, id: string, accountId: string, request: Request, variant: ContentVariant = "video"): Promise<Response> {
   const meta = await readContentMeta(deps.database.db, id, accountId);
   if (!meta) throw jobNotFound(id);
   const expired = meta.status === "expired" || (meta.status === "completed" && (meta.resultSize === null || !meta.expiresAt || meta.expiresAt <= new Date()));
@@ -84,7 +84,7 @@ export async function videoContent(deps: Pick<AppDeps, "database" | "blobs">, id
   if (variant === "video") size = meta.resultSize!;
   else {
     if (!meta.variants?.includes(variant)) throw variantMissing(id, variant);
-    const info = await store.head(key).catch((e) => {
+    const info = await (variant === "thumbnail" ? stillOnDemand(deps, store, id, accountId, meta) : store.head(key)).catch((e) => {
       throw unavailable(e);
     });
     if (!info) throw videoExpired(id);
@@ -123,15 +123,32 @@ export async function videoContent(deps: Pick<AppDeps, "database" | "blobs">, id
   // Bun.serve sends no body for HEAD anyway (HEAD is rare; players use ranged GETs)
   if (size === 0) return new Response(null, { status: 200, headers });
   const status = range ? 206 : 200;
-  const body = await store.get(key, span).catch((e) => {
+  // a large span goes straight from the store to the client, for a GET through reused buffers where
+  // the store has them (a HEAD's body is never read: get() costs nothing until it is)
+  const streamed = length > BUFFER_LIMIT;
+  const body = await (streamed && request.method === "GET" && store.getForResponse ? store.getForResponse(key, span) : store.get(key, span)).catch((e) => {
     throw unavailable(e);
   });
   if (!body) throw videoExpired(id); // retention ran out a moment ago
-  if (length > BUFFER_LIMIT) return new Response(body, { status, headers });
+  if (streamed) return new Response(body, { status, headers });
   const bytes = await new Response(body).arrayBuffer().catch((e) => {
     throw unavailable(e);
   });
   return new Response(bytes, { status, headers });
+}
+
+/**
+ * A thumbnail is stored with the video when reelay encoded it; a backend's video gets one the first
+ * time it is asked for (thumbnails.ts). One made while retention was deleting the job's objects is
+ * deleted again, so nothing outlives the job in the store.
+ */
+async function stillOnDemand(deps: Pick<AppDeps, "database" | "thumbnails">, store: BlobStore, id: string, accountId: string, meta: ContentMeta): Promise<BlobInfo | null> {
+  const r = await deps.thumbnails.ensure(store, { id, width: meta.width, height: meta.height });
+  if (!r?.made) return r?.info ?? null;
+  const now = await readContentMeta(deps.database.db, id, accountId);
+  if (now?.status === "completed" && now.blobStore === store.name) return r.info;
+  await store.delete([stillKey(id, "thumbnail")]);
+  return null;
 }
 
 const IdParams = t.Object({ id: t.String({ maxLength: 64, error: "'id' must be a video job id." }) });

@@ -26,7 +26,7 @@ export const videoRoutes = (deps: AppDeps) =>
       "/videos/generations",
       async ({ principal, body, headers, request, set }) => {
         deps.requestLog.note(request, { model: body.model, seconds: body.seconds ?? DEFAULT_SECONDS });
-        const r = await submitVideo(deps, principal, generationSubmission(deps, body), headers["idempotency-key"] ?? null, new URL(request.url).origin);
+        const r = await submitVideo(deps, principal, { ...generationSubmission(deps, body), traceparent: deps.tracing.of(request)?.traceparent() }, headers["idempotency-key"] ?? null, new URL(request.url).origin);
         deps.requestLog.note(request, { jobId: r.job.id });
         set.status = r.status;
         const status = r.job.status === "expired" ? "completed" : r.job.status;

@@ -52,6 +52,8 @@ export interface VideoSubmission {
   remixedFrom?: string;
   /** the API route called, recorded on the job and so on its usage row */
   route: string;
+  /** the submitting request's traceparent (tracing on): the job's steps continue its trace */
+  traceparent?: string;
 }
 
 export interface SubmitResult {
@@ -113,7 +115,7 @@ export async function submitVideo(deps: AppDeps, principal: Principal, sub: Vide
       const createdAt = await insertJob(tx, {
         id, accountId: principal.accountId, keyId: principal.keyId, model: model.id, prompt: sub.prompt, negativePrompt: sub.negativePrompt ?? null,
         seed, steps: sub.steps ?? null, seconds, width, height, imageMime: image.mime, blobStore: store.name, priceBasis, remixedFrom: sub.remixedFrom ?? null, route: sub.route,
-        holdId, idempotencyKey, requestHash, webhookUrl, linksBase: deps.config.publicUrl ?? origin,
+        holdId, idempotencyKey, requestHash, webhookUrl, linksBase: deps.config.publicUrl ?? origin, traceparent: sub.traceparent,
       });
       // another key of the same account won the race for this Idempotency-Key: undo our hold
       if (!createdAt) throw new IdempotencyRace();

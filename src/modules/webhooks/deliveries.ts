@@ -19,6 +19,8 @@ export interface ClaimedDelivery {
   attempts: number;
   /** the sealed signing secret (endpoint's, or the account's for a job's own URL); null if it is gone */
   secretCiphertext: string | null;
+  /** the job's trace (null: none) */
+  traceparent?: string | null;
 }
 
 export interface DeliveryRow {
@@ -56,7 +58,7 @@ export async function claimDueDeliveries(tx: Tx, o: { owner: string; leaseMs: nu
       LIMIT ${o.limit}
       FOR UPDATE SKIP LOCKED
     )
-    RETURNING d.id, d.account_id, d.endpoint_id, d.url, d.payload, d.attempts,
+    RETURNING d.id, d.account_id, d.endpoint_id, d.url, d.payload, d.attempts, d.traceparent,
       CASE WHEN d.endpoint_id IS NULL
         THEN (SELECT s.secret_ciphertext FROM webhook_account_secrets s WHERE s.account_id = d.account_id)
         ELSE (SELECT e.secret_ciphertext FROM webhook_endpoints e WHERE e.id = d.endpoint_id)
@@ -69,6 +71,7 @@ export async function claimDueDeliveries(tx: Tx, o: { owner: string; leaseMs: nu
     payload: r.payload,
     attempts: Number(r.attempts),
     secretCiphertext: r.secret_ciphertext ?? null,
+    traceparent: r.traceparent ?? null,
   }));
 }
 

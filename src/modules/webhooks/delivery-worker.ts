@@ -40,7 +40,7 @@ export function backoffMs(attempt: number, baseMs: number, maxMs: number, random
  * hundreds of transactions on the app's pool; claims and results waiting in that queue were most of
  * the completion → delivery latency in bench/webhooks.ts.
  */
-export function createDeliveryWorker(deps: Pick<AppDeps, "config" | "database" | "logger">, box: SecretBox | null, opts: { ownPool?: () => Promise<Database>; resolver?: Resolver } = {}): BackgroundTask {
+export function createDeliveryWorker(deps: Pick<AppDeps, "config" | "database" | "logger"> & Partial<Pick<AppDeps, "tracing">>, box: SecretBox | null, opts: { ownPool?: () => Promise<Database>; resolver?: Resolver } = {}): BackgroundTask {
   const { config, logger } = deps;
   const cfg = config.webhooks;
   let db: Db = deps.database.db;
@@ -120,9 +120,18 @@ export function createDeliveryWorker(deps: Pick<AppDeps, "config" | "database" |
   function start(d: ClaimedDelivery) {
     perUrl.set(d.url, (perUrl.get(d.url) ?? 0) + 1);
     const signal = abort.signal;
+    // tracing on: the attempt is a span in the trace of the job it tells about
+    const span = d.traceparent ? deps.tracing?.background("webhook.deliver", d.traceparent, { "reelay.webhook.delivery_id": d.id, "reelay.webhook.attempt": d.attempts, "server.address": hostOf(d.url) }) : undefined;
     const done = sendAttempt({ box, policy, timeoutMs: cfg.timeoutMs, signal }, d)
-      .then((outcome) => record(d, outcome))
+      .then((outcome) => {
+        if (span) {
+          span.set({ "reelay.webhook.outcome": outcome.kind, "http.response.status_code": "status" in outcome ? outcome.status ?? undefined : undefined });
+          span.end(outcome.kind === "delivered" ? undefined : { message: "error" in outcome ? outcome.error : "the receiver answered 410 Gone", kind: outcome.kind });
+        }
+        return record(d, outcome);
+      })
       .catch((err) => {
+        span?.end(err);
         // aborted on shutdown: the lease is released below and another instance sends it
         if (!signal.aborted) logger.error({ err, deliveryId: d.id }, "webhook delivery failed unexpectedly; retried after its lease");
       })
@@ -212,3 +221,12 @@ export function createDeliveryWorker(deps: Pick<AppDeps, "config" | "database" |
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** a receiver's host, for its span (never the whole URL: a query string may carry a token) */
+function hostOf(url: string): string | undefined {
+  try {
+    return new URL(url).hostname;
+  } catch {
+    return undefined;
+  }
+}

@@ -43,12 +43,14 @@ async function endpointsWant(tx: Tx, accountId: string, type: EventType): Promis
 async function insertDeliveries(tx: Tx, d: { jobId: string; accountId: string; type: EventType; webhookUrl: string | null; payload: string; retryWindowMs: number }): Promise<number> {
   const newId = sql`'msg_' || replace(gen_random_uuid()::text, '-', '')`;
   const giveUp = sql`now() + ${d.retryWindowMs} * interval '1 millisecond'`;
+  // the job's trace, when it has one (an account event's id names no job: null)
+  const traceparent = sql`(SELECT traceparent FROM video_jobs WHERE id = ${d.jobId})`;
   const rows = await query(tx, sql`
-    INSERT INTO webhook_deliveries (id, account_id, endpoint_id, job_id, event_type, url, payload, give_up_at)
-    SELECT ${newId}, e.account_id, e.id, ${d.jobId}, ${d.type}, e.url, ${d.payload}, ${giveUp}
+    INSERT INTO webhook_deliveries (id, account_id, endpoint_id, job_id, event_type, url, payload, give_up_at, traceparent)
+    SELECT ${newId}, e.account_id, e.id, ${d.jobId}, ${d.type}, e.url, ${d.payload}, ${giveUp}, ${traceparent}
       FROM webhook_endpoints e WHERE e.account_id = ${d.accountId} AND e.enabled AND ${d.type} = ANY (e.events)
     UNION ALL
-    SELECT ${newId}, ${d.accountId}, NULL, ${d.jobId}, ${d.type}, ${d.webhookUrl}::text, ${d.payload}, ${giveUp}
+    SELECT ${newId}, ${d.accountId}, NULL, ${d.jobId}, ${d.type}, ${d.webhookUrl}::text, ${d.payload}, ${giveUp}, ${traceparent}
       WHERE ${d.webhookUrl}::text IS NOT NULL
     ON CONFLICT ON CONSTRAINT webhook_deliveries_event_uniq DO NOTHING
     RETURNING id`);

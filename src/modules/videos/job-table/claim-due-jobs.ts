@@ -24,7 +24,7 @@ const active = statusIn(ACTIVE_VIDEO_JOB_STATUSES);
  */
 const CLAIMED_COLUMNS = [
   "id", "accountId", "model", "status", "prompt", "negativePrompt", "seed", "steps", "seconds", "width", "height",
-  "imageMime", "blobStore", "remixedFrom", "pluginHandle", "attempts", "errorStreak", "errorMessage", "progress",
+  "imageMime", "blobStore", "remixedFrom", "pluginHandle", "attempts", "errorStreak", "errorMessage", "progress", "traceparent",
 ] as const;
 export type ClaimedJob = Pick<VideoJobRow, (typeof CLAIMED_COLUMNS)[number]>;
 

@@ -46,11 +46,11 @@ export async function readWatchedJobs(tx: Tx, ids: readonly string[]): Promise<W
   return rows.map((r) => readRow(r, WATCHED_COLUMNS));
 }
 
-export type ContentMeta = Pick<VideoJobRow, "status" | "resultSize" | "expiresAt" | "completedAt" | "blobStore" | "variants">;
+export type ContentMeta = Pick<VideoJobRow, "status" | "resultSize" | "expiresAt" | "completedAt" | "blobStore" | "variants" | "width" | "height">;
 
 /** What /content needs to answer: status, size, deadline and where the objects are. */
 export async function readContentMeta(tx: Tx, id: string, accountId: string): Promise<ContentMeta | null> {
-  const keys = ["status", "resultSize", "expiresAt", "completedAt", "blobStore", "variants"] as const;
+  const keys = ["status", "resultSize", "expiresAt", "completedAt", "blobStore", "variants", "width", "height"] as const;
   const rows = await query<Record<string, unknown>>(tx, sql`SELECT ${columns(keys)} FROM video_jobs WHERE id = ${id} AND account_id = ${accountId}`);
   return rows[0] ? readRow(rows[0], keys) : null;
 }

@@ -21,6 +21,8 @@ import { beginSubmitAttempt, forgetHandle, readHandle, releaseJob, saveProgress,
 import { STORE_ATTEMPTS, storeBackoffMs, storeResult } from "./store-result.ts";
 import { completeJob, failJob, saveHandle } from "../job-table/transitions.ts";
 import type { PollPacer } from "./poll-pacer.ts";
+import type { TraceSpan, TraceValue } from "../../../ops/hooks.ts";
+import { GEN_AI, REELAY } from "../../../ops/tracing/attributes.ts";
 
 /** consecutive retryable errors before the job fails: 0.5+1+2+4 s of backoff ≈ 8 s of outage tolerated */
 export const MAX_ERROR_STREAK = 5;
@@ -38,7 +40,7 @@ const DEFAULT_POLL_MS = 1_000;
 const PROGRESS_STEP = 0.05;
 
 export interface RunJobContext {
-  deps: Pick<AppDeps, "database" | "telemetry" | "config" | "logger" | "blobs">;
+  deps: Pick<AppDeps, "database" | "telemetry" | "config" | "logger" | "blobs"> & Partial<Pick<AppDeps, "tracing">>;
   owner: string;
   plugin: string;
   /** checked by the host (plugin-host/checked-video.ts): handles, states, progress and MP4s are valid, result URLs downloaded */
@@ -50,12 +52,48 @@ export interface RunJobContext {
 
 export const backoffMs = (streak: number) => Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** Math.max(0, streak - 1));
 
+/**
+ * One run of a claimed job; with tracing on, a `video.job.run` span in the trace of the request
+ * that submitted it (its traceparent is on the job row, so any instance continues it), with the
+ * provider submit, the completion or the failure as spans under it.
+ */
 export async function runJob(ctx: RunJobContext, job: ClaimedJob): Promise<void> {
+  const span = job.traceparent ? ctx.deps.tracing?.background("video.job.run", job.traceparent, {
+    [REELAY.jobId]: job.id, [GEN_AI.requestModel]: job.model, [GEN_AI.provider]: ctx.plugin, "reelay.job.status": job.status, "reelay.job.submits": job.attempts,
+  }) : undefined;
+  if (!span) return runSteps(ctx, job, undefined);
+  try {
+    await runSteps(ctx, job, span);
+    span.end();
+  } catch (err) {
+    span.end(err);
+    throw err;
+  }
+}
+
+async function runSteps(ctx: RunJobContext, job: ClaimedJob, span: TraceSpan | undefined): Promise<void> {
   const { deps, owner, video, signal } = ctx;
+  /** a step of the run as a span under it (tracing on) */
+  const step = async <T>(name: string, fn: () => Promise<T>, attributes?: Record<string, TraceValue>): Promise<T> => {
+    if (!span) return fn();
+    const s = span.child(name, attributes);
+    try {
+      const r = await fn();
+      s.end();
+      return r;
+    } catch (err) {
+      s.end(err);
+      throw err;
+    }
+  };
+  let polls = 0;
   /** the store the job's source went to at submit (its result goes there too); a job with none yet uses the configured one */
   const storeOf = (j: ClaimedJob): BlobStore | null => (j.blobStore ? deps.blobs.byName(j.blobStore) : deps.blobs.current);
   const db = deps.database.db;
-  const fail = (code: string, message: string) => failJob(deps, job.id, { code, message }, { plugin: ctx.plugin });
+  const fail = (code: string, message: string) => {
+    span?.set({ "reelay.job.outcome": "failed", "error.type": code });
+    return step("video.fail", () => failJob(deps, job.id, { code, message }, { plugin: ctx.plugin }), { "error.type": code });
+  };
   const pollEvery = Math.max(10, video.pollIntervalMs ?? DEFAULT_POLL_MS);
   let handle = job.pluginHandle;
   let lastProgress = job.progress ?? 0;
@@ -67,6 +105,7 @@ export async function runJob(ctx: RunJobContext, job: ClaimedJob): Promise<void>
   const retryLater = async (message: string, opts: { clearHandle?: boolean } = {}) => {
     const streak = job.errorStreak + 1;
     if (streak >= MAX_ERROR_STREAK) return void (await fail("upstream_error", `the provider kept failing (${streak} times); last error: ${message}`));
+    span?.set({ "reelay.job.outcome": "retry_later", "reelay.job.last_error": message });
     await releaseJob(db, job.id, owner, backoffMs(streak), { errorStreak: streak, clearHandle: opts.clearHandle, lastError: message });
   };
   const onError = async (err: unknown, what: "submit" | "poll") => {
@@ -114,10 +153,10 @@ export async function runJob(ctx: RunJobContext, job: ClaimedJob): Promise<void>
       job.attempts = attempts;
       let submitted: { handle: string };
       try {
-        submitted = await timed(() => video.submit({
+        submitted = await step("video.provider.submit", () => timed(() => video.submit({
           jobId: job.id, prompt: job.prompt, negativePrompt: job.negativePrompt ?? undefined, image: { bytes: image!, mime: job.imageMime! },
           width: job.width, height: job.height, seconds: job.seconds, seed: job.seed, steps: job.steps ?? undefined, ...(remixOf ? { remixOf } : {}),
-        }, { signal, requestId: job.id }));
+        }, { signal, requestId: job.id })), { "reelay.job.submit": attempts });
       } catch (e) {
         return void (await onError(e, "submit"));
       }
@@ -138,6 +177,7 @@ export async function runJob(ctx: RunJobContext, job: ClaimedJob): Promise<void>
 
     let r: HostPollResult;
     try {
+      span?.set({ "reelay.job.polls": ++polls });
       r = await timed(() => video.poll(handle!, { signal, requestId: job.id }));
     } catch (e) {
       return void (await onError(e, "poll"));
@@ -160,8 +200,11 @@ export async function runJob(ctx: RunJobContext, job: ClaimedJob): Promise<void>
         if (!store) return void (await fail("storage_unavailable", `the blob store "${job.blobStore}" this job was submitted to is not configured`));
         for (let attempt = 1; ; attempt++) {
           try {
-            const stored = await storeResult(store, job, r.mp4);
-            await completeJob(deps, job.id, { blobStore: store.name, ...stored }, { plugin: ctx.plugin });
+            await step("video.complete", async () => {
+              const stored = await storeResult(store, job, r.mp4);
+              await completeJob(deps, job.id, { blobStore: store.name, ...stored }, { plugin: ctx.plugin });
+            }, { "reelay.video.bytes": r.mp4.byteLength });
+            span?.set({ "reelay.job.outcome": "completed" });
             return;
           } catch (e) {
             if (!isBlobStoreError(e) || signal.aborted) throw e;
