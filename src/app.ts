@@ -19,6 +19,7 @@ import { randomId } from "./ids.ts";
 import { accountRoutes } from "./modules/account/index.ts";
 import { adminRoutes } from "./modules/admin/index.ts";
 import { operatorRoutes } from "./modules/operators/index.ts";
+import { auditLogRoutes } from "./modules/audit-log/index.ts";
 import { budgetAdminRoutes } from "./modules/budgets/index.ts";
 import { consoleApiRoutes } from "./modules/console-api/index.ts";
 import { consoleRoutes } from "./modules/console/index.ts";
@@ -84,6 +85,7 @@ export function createApp(deps: AppDeps) {
     .use(accountRoutes(deps))
     .use(adminRoutes(deps))
     .use(operatorRoutes(deps))
+    .use(auditLogRoutes(deps))
     .use(budgetAdminRoutes(deps))
     .use(consoleApiRoutes(deps))
     .use(consoleRoutes())

@@ -79,6 +79,8 @@ export interface Config {
   redisUrl: string | null;
   adminToken: string | null;
   metricsToken: string | null;
+  /** audit-log entries older than this many days are pruned (hourly); 0: kept for ever */
+  auditRetentionDays: number;
   logLevel: "debug" | "info" | "warn" | "error";
   logPretty: boolean;
   modelsFile: string | null;
@@ -224,6 +226,7 @@ export function loadConfig(env: Env = process.env): Config {
     redisUrl,
     adminToken,
     metricsToken: str(env, "REELAY_METRICS_TOKEN"),
+    auditRetentionDays: int(env, "REELAY_AUDIT_RETENTION_DAYS", 400, 0, 36_500),
     logLevel,
     logPretty: prettyEnv ? prettyEnv === "pretty" : Boolean(process.stdout.isTTY),
     modelsFile,

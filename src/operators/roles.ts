@@ -80,6 +80,7 @@ export const ROUTE_ROLES: Record<string, Need> = {
   "POST /admin/operators": "admin",
   "PATCH /admin/operators/:id": "admin",
   "POST /admin/operators/:id/revoke": "admin",
+  "GET /admin/audit-log": "read",
 };
 
 export const needOf = (method: string, route: string): Need => ROUTE_ROLES[`${method.toUpperCase()} ${route}`] ?? "admin";
