@@ -67,11 +67,12 @@ export function createApi(token: string, onUnauthorized: () => void): Api {
 /** Check a credential once, without side effects, and say which view it opens. */
 export async function identify(token: string): Promise<{ role: "operator" | "client"; label: string }> {
   const isKey = token.startsWith("rl-");
-  const res = await fetch(isKey ? "/v1/account" : "/admin/stats", { headers: { authorization: `Bearer ${token}` }, cache: "no-store" }).catch(() => null);
+  const res = await fetch(isKey ? "/v1/account" : "/admin/me", { headers: { authorization: `Bearer ${token}` }, cache: "no-store" }).catch(() => null);
   if (!res) throw new ApiError(0, "Cannot reach the server. Check that reelay is running, then retry.");
   if (res.ok) {
     const body = await res.json();
-    return isKey ? { role: "client", label: `key ${body.key_prefix}…` } : { role: "operator", label: "operator" };
+    // an operator token names its person and role; the bootstrap token stays "operator"
+    return isKey ? { role: "client", label: `key ${body.key_prefix}…` } : { role: "operator", label: body.type === "bootstrap" ? "operator" : `${body.name} (${body.role})` };
   }
   const err = await toError(res);
   if (res.status === 401) throw new ApiError(401, isKey ? "That API key is not valid: it may be mistyped or revoked." : err.message.includes("disabled") ? err.message : "Wrong admin token.");
