@@ -13,6 +13,24 @@ CREATE TABLE "audit_log" (
 	"client_ip" text
 );
 --> statement-breakpoint
+CREATE TABLE "oidc_logins" (
+	"state" text PRIMARY KEY NOT NULL,
+	"nonce" text NOT NULL,
+	"verifier" text NOT NULL,
+	"created_at" timestamp with time zone DEFAULT now() NOT NULL
+);
+--> statement-breakpoint
+CREATE TABLE "operator_sessions" (
+	"hash" text PRIMARY KEY NOT NULL,
+	"subject" text NOT NULL,
+	"name" text NOT NULL,
+	"role" text NOT NULL,
+	"csrf" text NOT NULL,
+	"created_at" timestamp with time zone DEFAULT now() NOT NULL,
+	"last_seen_at" timestamp with time zone DEFAULT now() NOT NULL,
+	"expires_at" timestamp with time zone NOT NULL
+);
+--> statement-breakpoint
 CREATE TABLE "operators" (
 	"id" text PRIMARY KEY NOT NULL,
 	"name" text NOT NULL,

@@ -20,6 +20,7 @@ import { accountRoutes } from "./modules/account/index.ts";
 import { adminRoutes } from "./modules/admin/index.ts";
 import { operatorRoutes } from "./modules/operators/index.ts";
 import { auditLogRoutes } from "./modules/audit-log/index.ts";
+import { ssoRoutes } from "./modules/sso/index.ts";
 import { budgetAdminRoutes } from "./modules/budgets/index.ts";
 import { consoleApiRoutes } from "./modules/console-api/index.ts";
 import { consoleRoutes } from "./modules/console/index.ts";
@@ -86,6 +87,7 @@ export function createApp(deps: AppDeps) {
     .use(adminRoutes(deps))
     .use(operatorRoutes(deps))
     .use(auditLogRoutes(deps))
+    .use(ssoRoutes(deps))
     .use(budgetAdminRoutes(deps))
     .use(consoleApiRoutes(deps))
     .use(consoleRoutes())

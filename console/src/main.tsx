@@ -1,8 +1,8 @@
 import "uplot/dist/uPlot.min.css";
 import "./styles.css";
 import { render } from "preact";
-import { useMemo, useState } from "preact/hooks";
-import { createApi } from "./api.ts";
+import { useEffect, useMemo, useState } from "preact/hooks";
+import { createApi, ssoSession, ssoSignOut } from "./api.ts";
 import { Layout } from "./components/layout.tsx";
 import { ClientHome } from "./pages/client-home.tsx";
 import { ClientJobs } from "./pages/client-jobs.tsx";
@@ -26,13 +26,18 @@ function App() {
   const [session, setSession] = useState<Session | null>(loadSession);
   const [notice, setNotice] = useState<string | null>(null);
   const route = useRoute();
+  // back from the identity provider: the session is a cookie this script cannot read; /admin/me says who it is
+  useEffect(() => {
+    if (!session) void ssoSession().then((s) => s && (saveSession(s), setSession(s), go("overview")));
+  }, []);
   const signOut = (message: string | null = null) => {
+    if (session?.sso && session.csrf) void ssoSignOut(session.csrf);
     clearSession();
     setSession(null);
     setNotice(message);
     go("");
   };
-  const api = useMemo(() => (session ? createApi(session.token, () => signOut("Your credential was refused (revoked or changed). Sign in again.")) : null), [session?.token]);
+  const api = useMemo(() => (session ? createApi(session.token, () => signOut(session.sso ? "Your session ended (expired or signed out). Sign in again." : "Your credential was refused (revoked or changed). Sign in again."), session.csrf) : null), [session?.token, session?.csrf]);
 
   if (!session || !api) {
     return (

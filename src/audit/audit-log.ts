@@ -16,6 +16,8 @@ export interface AuditContext {
   actor: Actor;
   requestId: string | null;
   clientIp: string | null;
+  /** a console session's CSRF token (GET /admin/me hands it to the page) */
+  csrf?: string;
 }
 
 export interface AuditEntry {

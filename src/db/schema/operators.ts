@@ -55,3 +55,33 @@ export const auditLog = pgTable(
   },
   (t) => [index("audit_log_at_idx").on(t.at), index("audit_log_target_idx").on(t.targetType, t.targetId), index("audit_log_actor_idx").on(t.actorId)],
 );
+
+/**
+ * Console sessions of operators signed in with OpenID Connect. The cookie holds a random token;
+ * only its SHA-256 is stored. A session ends at `expires_at` (the absolute lifetime) or after the
+ * idle lifetime without a request (from `last_seen_at`), or at sign-out.
+ */
+export const operatorSessions = pgTable("operator_sessions", {
+  /** hex SHA-256 of the cookie's token */
+  hash: text("hash").primaryKey(),
+  /** the IdP's `sub` */
+  subject: text("subject").notNull(),
+  name: text("name").notNull(),
+  role: text("role").notNull(),
+  /** what state-changing calls echo in `x-csrf-token` (not a secret from the signed-in page: it reads it from /admin/me) */
+  csrf: text("csrf").notNull(),
+  createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+  lastSeenAt: timestamp("last_seen_at", { withTimezone: true }).notNull().defaultNow(),
+  expiresAt: timestamp("expires_at", { withTimezone: true }).notNull(),
+});
+
+/**
+ * Sign-ins under way: the `state` sent to the IdP with its nonce and PKCE verifier, consumed once by
+ * the callback (a replayed or forged state finds no row) and refused after 10 minutes.
+ */
+export const oidcLogins = pgTable("oidc_logins", {
+  state: text("state").primaryKey(),
+  nonce: text("nonce").notNull(),
+  verifier: text("verifier").notNull(),
+  createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+});

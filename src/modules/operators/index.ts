@@ -20,7 +20,7 @@ export const operatorRoutes = (deps: AppDeps) => {
   const inTx = <T>(audit: AuditContext, work: (tx: Tx, record: (e: AuditEntry) => Promise<void>) => Promise<T>) => audited({ db, logger: deps.logger }, audit, work);
   return new Elysia({ prefix: "/admin", tags: ["operators"] })
     .use(requireOperator(deps))
-    .get("/me", ({ audit }) => audit.actor, {
+    .get("/me", ({ audit }) => ({ ...audit.actor, ...(audit.csrf ? { csrf_token: audit.csrf } : {}) }), {
       detail: { summary: "Who is calling", description: "The caller's identity and role: the bootstrap token, an operator token or a console SSO session", security },
       response: { 200: MeView, ...errors },
     })

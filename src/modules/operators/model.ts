@@ -47,6 +47,7 @@ export const MeView = t.Object(
     id: t.Nullable(t.String()),
     name: t.String(),
     role: RoleField,
+    csrf_token: t.Optional(t.String({ description: "console SSO sessions only: send it as `x-csrf-token` on every state-changing call" })),
   },
   { examples: [{ type: "operator", id: "op_3kT9xQ2mB7vLp0aZc1Rd", name: "Ada Lovelace", role: "billing" }] },
 );
