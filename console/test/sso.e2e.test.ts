@@ -46,7 +46,7 @@ beforeAll(async () => {
       const u = USERS[id];
       return u ? { accountId: id, claims: async () => ({ sub: id, name: u.name, groups: u.groups }) } : undefined;
     },
-  } as never);
+  });
   idp = createServer(provider.callback());
   await new Promise<void>((resolve) => idp.listen(port, "127.0.0.1", resolve));
   browser = await launchBrowser();

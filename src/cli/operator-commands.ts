@@ -11,6 +11,17 @@
 import { parseArgs } from "node:util";
 import * as ops from "../operators/operators.ts";
 import { ROLES, type Role } from "../operators/roles.ts";
+import { userInfo } from "node:os";
+import { writeAudit, type AuditContext } from "../audit/audit-log.ts";
+
+/** the CLI's changes are in the audit log too, as the host user who ran them (no request, no address) */
+const cli = (): AuditContext => {
+  let user = "unknown";
+  try {
+    user = userInfo().username;
+  } catch {}
+  return { actor: { type: "cli", id: null, name: `cli (${user})`, role: "admin" }, requestId: null, clientIp: null };
+};
 import { UsageError, type Command } from "./commands.ts";
 
 function parse(args: string[], options: Record<string, { type: "string" }>) {
@@ -40,7 +51,12 @@ export const OPERATOR_COMMANDS: Record<string, { usage: string; run: Command }> 
     run: async (db, args) => {
       const { values } = parse(args, { name: { type: "string" }, role: { type: "string" } });
       if (!values.name) throw new UsageError("missing --name");
-      const { token, record } = await db.transaction((tx) => ops.createOperator(tx, { name: values.name!, role: role(values.role) }));
+      const wanted = role(values.role);
+      const { token, record } = await db.transaction(async (tx) => {
+        const made = await ops.createOperator(tx, { name: values.name!, role: wanted });
+        await writeAudit(tx, cli(), { action: "operator.create", target: { type: "operator", id: made.record.id }, after: ops.publicOperator(made.record) });
+        return made;
+      });
       return { ...ops.publicOperator(record), token };
     },
   },
@@ -50,11 +66,24 @@ export const OPERATOR_COMMANDS: Record<string, { usage: string; run: Command }> 
     run: async (db, args) => {
       const target = id(args);
       const next = role(parse(args, {}).positionals[1]);
-      return ops.publicOperator(await db.transaction((tx) => ops.updateOperator(tx, target, { role: next })));
+      return db.transaction(async (tx) => {
+        const before = await ops.getOperator(tx, target);
+        const after = ops.publicOperator(await ops.updateOperator(tx, target, { role: next }));
+        await writeAudit(tx, cli(), { action: "operator.update", target: { type: "operator", id: target }, before: { name: before.name, role: before.role }, after: { name: after.name, role: after.role } });
+        return after;
+      });
     },
   },
   "operators revoke": {
     usage: "operators revoke OPERATOR_ID",
-    run: async (db, args) => ops.publicOperator(await db.transaction((tx) => ops.revokeOperator(tx, id(args)))),
+    run: async (db, args) => {
+      const target = id(args);
+      return db.transaction(async (tx) => {
+        const before = await ops.getOperator(tx, target);
+        const after = ops.publicOperator(await ops.revokeOperator(tx, target));
+        if (!before.revokedAt) await writeAudit(tx, cli(), { action: "operator.revoke", target: { type: "operator", id: target }, before: ops.publicOperator(before), after });
+        return after;
+      });
+    },
   },
 };

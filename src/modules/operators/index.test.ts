@@ -126,3 +126,34 @@ describe("the role table covers every admin route", () => {
     }
   }, 60_000);
 });
+
+describe("the CLI", () => {
+  const cli = async (...args: string[]) => {
+    const p = Bun.spawn(["bun", "src/main.ts", ...args], {
+      cwd: import.meta.dir + "/../../..",
+      env: { ...process.env, DATABASE_URL: s.deps.config.databaseUrl!, REELAY_LOG_LEVEL: "error" },
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+    return { out, err, code };
+  };
+
+  test("operators create / list / role / revoke; the running server honours them; each is in the audit log as the CLI", async () => {
+    const made = await cli("operators", "create", "--name", "Cli Person", "--role", "support");
+    expect(made.code).toBe(0);
+    const op = JSON.parse(made.out);
+    expect(op).toMatchObject({ name: "Cli Person", role: "support" });
+    expect(op.token).toStartWith("ro-");
+    expect((await call(op.token, "GET", "/admin/me")).status).toBe(200);
+    expect(JSON.parse((await cli("operators", "list")).out).map((o: any) => o.id)).toContain(op.id);
+    expect(JSON.parse((await cli("operators", "role", op.id, "viewer")).out).role).toBe("viewer");
+    expect(((await (await call(op.token, "GET", "/admin/me")).json()) as any).role).toBe("viewer");
+    expect((await cli("operators", "role", op.id, "root")).code).toBe(2);
+    expect(JSON.parse((await cli("operators", "revoke", op.id)).out).revoked_at).not.toBeNull();
+    expect((await call(op.token, "GET", "/admin/me")).status).toBe(401);
+    const log = (await (await s.admin(`/admin/audit-log?target=${op.id}`)).json()) as any;
+    expect(log.data.map((e: any) => e.action)).toEqual(["operator.revoke", "operator.update", "operator.create"]);
+    expect(log.data[0].actor.type).toBe("cli");
+  }, 60_000);
+});
