@@ -13,10 +13,14 @@ import { anthropicErrorBody, anthropicStatus, speaksAnthropic } from "./http/ant
 import { toApiError } from "./http/error-handler.ts";
 import { bodySchemaIndex, inputGuard } from "./http/input-guard.ts";
 import { jsonBody } from "./http/json-body.ts";
+import { operatorGate } from "./http/require-operator.ts";
 import { routeMethodIndex } from "./http/route-methods.ts";
 import { randomId } from "./ids.ts";
 import { accountRoutes } from "./modules/account/index.ts";
 import { adminRoutes } from "./modules/admin/index.ts";
+import { operatorRoutes } from "./modules/operators/index.ts";
+import { auditLogRoutes } from "./modules/audit-log/index.ts";
+import { ssoRoutes } from "./modules/sso/index.ts";
 import { budgetAdminRoutes } from "./modules/budgets/index.ts";
 import { consoleApiRoutes } from "./modules/console-api/index.ts";
 import { consoleRoutes } from "./modules/console/index.ts";
@@ -74,12 +78,16 @@ export function createApp(deps: AppDeps) {
       const route = (ctx as { route?: string }).route ?? "unmatched";
       deps.requestLog.end(request, { requestId: String(set.headers["x-request-id"] ?? ""), method: request.method, route, path: ctx.path, status }, deps.registry);
     })
+    .use(operatorGate(deps))
     .use(inputGuard((method, route) => bodySchema(method, route)))
     .use(docs({ webhooks: WEBHOOKS_OPENAPI }))
     .use(healthRoutes(deps, deps.readinessChecks))
     .use(modelRoutes(deps))
     .use(accountRoutes(deps))
     .use(adminRoutes(deps))
+    .use(operatorRoutes(deps))
+    .use(auditLogRoutes(deps))
+    .use(ssoRoutes(deps))
     .use(budgetAdminRoutes(deps))
     .use(consoleApiRoutes(deps))
     .use(consoleRoutes())

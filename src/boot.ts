@@ -8,6 +8,7 @@
 import type { Server } from "bun";
 import { createApp } from "./app.ts";
 import { KeyAuthenticator } from "./auth/authenticate-key.ts";
+import { pruneAudit } from "./audit/audit-log.ts";
 import { every, type BackgroundTask } from "./background.ts";
 import { CreditEngine, PlanBook, sweepExpiredHolds } from "./billing/index.ts";
 import { ConfigError } from "./config.ts";
@@ -153,6 +154,8 @@ export async function startServer(config: Config, opts: { logger?: Logger; liste
   }
   const lifecycle = (deps.lifecycle = new Lifecycle());
   const app = createApp(deps);
+  // the handlers' `server` (Elysia's context): the socket's, for the client address the audit log records
+  app.server = server;
   gate.open(async (req) => {
     const res = await app.handle(req);
     // draining: every answer closes its connection, so keep-alive clients (a load balancer's pool)
@@ -173,6 +176,8 @@ export async function startServer(config: Config, opts: { logger?: Logger; liste
   deps.billing.onAlerts(alerts.kick);
   // price plans changed through another instance's admin API
   tasks.push(alerts, every(Math.max(1_000, config.keyCacheMs), () => deps.billing.plans.refresh(), (e) => logger.warn({ err: e }, "could not read the price plans again")));
+  // audit-log retention: hourly, each instance (the prune is one idempotent DELETE)
+  if (config.auditRetentionDays > 0) tasks.push(every(3_600_000, () => pruneAudit(deps.database.db, config.auditRetentionDays), (e) => logger.warn({ err: e }, "could not prune the audit log")));
   for (const t of tasks) t.start();
   deps.registry.preload(config.preloadModels);
   // where a person goes next: on all interfaces the server's own URL names 0.0.0.0, which a browser cannot open

@@ -27,10 +27,12 @@ async function toError(res: Response): Promise<ApiError> {
   return new ApiError(res.status, `The server answered ${res.status} ${res.statusText}.`);
 }
 
-export function createApi(token: string, onUnauthorized: () => void): Api {
+/** `token`: a Bearer credential; or an SSO session (its cookie goes by itself) with its CSRF token for changes */
+export function createApi(token: string, onUnauthorized: () => void, csrf?: string): Api {
   const request = async (path: string, init: RequestInit): Promise<Response> => {
     const headers = new Headers(init.headers);
-    headers.set("authorization", `Bearer ${token}`);
+    if (token) headers.set("authorization", `Bearer ${token}`);
+    else if (csrf && init.method && init.method !== "GET") headers.set("x-csrf-token", csrf);
     let res: Response;
     try {
       res = await fetch(path, { ...init, headers, cache: "no-store" });
@@ -67,13 +69,29 @@ export function createApi(token: string, onUnauthorized: () => void): Api {
 /** Check a credential once, without side effects, and say which view it opens. */
 export async function identify(token: string): Promise<{ role: "operator" | "client"; label: string }> {
   const isKey = token.startsWith("rl-");
-  const res = await fetch(isKey ? "/v1/account" : "/admin/stats", { headers: { authorization: `Bearer ${token}` }, cache: "no-store" }).catch(() => null);
+  const res = await fetch(isKey ? "/v1/account" : "/admin/me", { headers: { authorization: `Bearer ${token}` }, cache: "no-store" }).catch(() => null);
   if (!res) throw new ApiError(0, "Cannot reach the server. Check that reelay is running, then retry.");
   if (res.ok) {
     const body = await res.json();
-    return isKey ? { role: "client", label: `key ${body.key_prefix}…` } : { role: "operator", label: "operator" };
+    // an operator token names its person and role; the bootstrap token stays "operator"
+    return isKey ? { role: "client", label: `key ${body.key_prefix}…` } : { role: "operator", label: body.type === "bootstrap" ? "operator" : `${body.name} (${body.role})` };
   }
   const err = await toError(res);
   if (res.status === 401) throw new ApiError(401, isKey ? "That API key is not valid: it may be mistyped or revoked." : err.message.includes("disabled") ? err.message : "Wrong admin token.");
   throw err;
 }
+
+/** An SSO session the browser already holds (its cookie), as a console session; null if none. */
+export async function ssoSession(): Promise<{ token: ""; role: "operator"; label: string; sso: true; csrf: string } | null> {
+  const res = await fetch("/sso/config", { cache: "no-store" }).catch(() => null);
+  const s = res?.ok ? (await res.json()).session : null;
+  return s ? { token: "", role: "operator", label: `${s.name} (${s.role})`, sso: true, csrf: s.csrf_token } : null;
+}
+
+/** Whether the server offers single sign-on. */
+export async function ssoEnabled(): Promise<boolean> {
+  const res = await fetch("/sso/config", { cache: "no-store" }).catch(() => null);
+  return res?.ok ? Boolean((await res.json()).enabled) : false;
+}
+
+export const ssoSignOut = (csrf: string) => fetch("/sso/logout", { method: "POST", headers: { "x-csrf-token": csrf } }).catch(() => null);

@@ -3,6 +3,9 @@ export interface Session {
   token: string;
   role: "operator" | "client";
   label: string;
+  /** signed in through single sign-on: the credential is an HttpOnly cookie, not `token`; `csrf` goes with each change */
+  sso?: boolean;
+  csrf?: string;
 }
 
 const KEY = "reelay.console.session";

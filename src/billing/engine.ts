@@ -21,7 +21,7 @@
 import { join } from "node:path";
 import { sql } from "drizzle-orm";
 import type { BillingConfig } from "../config.ts";
-import { query, type Db } from "../db/index.ts";
+import { query, type Db, type Tx } from "../db/index.ts";
 import { ApiError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import { randomId } from "../ids.ts";
@@ -237,8 +237,14 @@ export class CreditEngine {
    * that leased credit stands in the way of asks for it back (ours at once, other instances' at
    * their next heartbeat) and retries for up to `reclaimWaitMs`.
    */
-  async adjust(accountId: string, amount: number, reason: string, ref: string | null): Promise<number> {
-    const attempt = () => this.db.transaction((tx) => adjust(tx, accountId, amount, reason, ref));
+  async adjust(accountId: string, amount: number, reason: string, ref: string | null, alsoInTx?: (tx: Tx, balance: number) => Promise<void>): Promise<number> {
+    // alsoInTx: what must commit with the adjustment or not at all (its audit-log row)
+    const attempt = () =>
+      this.db.transaction(async (tx) => {
+        const balance = await adjust(tx, accountId, amount, reason, ref);
+        await alsoInTx?.(tx, balance);
+        return balance;
+      });
     const refused = (e: unknown) => e instanceof ApiError && e.code === "invalid_amount" && Number.isSafeInteger(amount) && amount < 0;
     try {
       return await attempt();

@@ -15,6 +15,7 @@ import { listLedger } from "../accounts/usage-and-ledger.ts";
 import { USAGE_COMMANDS } from "./usage-commands.ts";
 import { WEBHOOK_COMMANDS } from "./webhook-commands.ts";
 import { BUDGET_COMMANDS, budgetSpec } from "./budget-commands.ts";
+import { OPERATOR_COMMANDS } from "./operator-commands.ts";
 import { normaliseBudgets, setBudgets } from "../billing/budgets.ts";
 
 /** a mistake in the command line (exit 2 and the usage); main.ts recognises it by name, without importing this module */
@@ -150,6 +151,7 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
   ...USAGE_COMMANDS,
   ...WEBHOOK_COMMANDS,
   ...BUDGET_COMMANDS,
+  ...OPERATOR_COMMANDS,
 };
 
 export function findCommand(argv: string[]): { name: string; run: Command; rest: string[] } | null {

@@ -29,7 +29,9 @@ import m0011 from "../../drizzle/0011_budgets_and_plans.sql" with { type: "text"
 // @ts-ignore: text import
 import m0012 from "../../drizzle/0012_trace_context.sql" with { type: "text" };
 // @ts-ignore: text import
-import m0013 from "../../drizzle/0013_holds_hot_heartbeats.sql" with { type: "text" };
+import m0013 from "../../drizzle/0013_operators_and_audit_log.sql" with { type: "text" };
+// @ts-ignore: text import
+import m0014 from "../../drizzle/0014_holds_hot_heartbeats.sql" with { type: "text" };
 
 export const MIGRATIONS: Array<{ name: string; sql: string }> = [
   { name: "0000_init", sql: m0000 as unknown as string },
@@ -45,7 +47,8 @@ export const MIGRATIONS: Array<{ name: string; sql: string }> = [
   { name: "0010_video_bytes_for_previous_release", sql: m0010 as unknown as string },
   { name: "0011_budgets_and_plans", sql: m0011 as unknown as string },
   { name: "0012_trace_context", sql: m0012 as unknown as string },
-  { name: "0013_holds_hot_heartbeats", sql: m0013 as unknown as string },
+  { name: "0013_operators_and_audit_log", sql: m0013 as unknown as string },
+  { name: "0014_holds_hot_heartbeats", sql: m0014 as unknown as string },
 ];
 
 export function splitStatements(sqlText: string): string[] {

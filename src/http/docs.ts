@@ -56,7 +56,7 @@ export const docs = (opts: { webhooks: Record<string, unknown> }) => {
             version: "0.1.0",
             description:
               "Image-to-video jobs, OpenAI-compatible chat completions and embeddings, and Anthropic's Messages API, billed in credits (integer micro-dollars). " +
-              "Authenticate with `Authorization: Bearer <API key>` (the Messages routes and GET /v1/models also take `x-api-key: <API key>`); admin routes take `Authorization: Bearer <REELAY_ADMIN_TOKEN>`. " +
+              "Authenticate with `Authorization: Bearer <API key>` (the Messages routes and GET /v1/models also take `x-api-key: <API key>`); admin routes take `Authorization: Bearer <REELAY_ADMIN_TOKEN>` (the bootstrap identity) or an operator's personal token (`ro-…`), and each needs a role (admin, billing, support, viewer; 403 `insufficient_role` names the one needed). " +
               "Every error is `{\"error\": {\"message\", \"type\", \"param\", \"code\"}}`, except on the Messages routes, which answer in Anthropic's envelope `{\"type\": \"error\", \"error\": {\"type\", \"message\"}}`.",
           },
           // OpenAPI 3.1 `webhooks`: the signed events reelay POSTs (the TypeBox schemas are JSON Schema already)
@@ -65,7 +65,7 @@ export const docs = (opts: { webhooks: Record<string, unknown> }) => {
             securitySchemes: {
               bearer: { type: "http", scheme: "bearer", description: "a client API key (rl-…)" },
               apiKey: { type: "apiKey", in: "header", name: "x-api-key", description: "a client API key (rl-…), Anthropic's way: the Messages routes and GET /v1/models take it" },
-              admin: { type: "http", scheme: "bearer", description: "the operator's REELAY_ADMIN_TOKEN" },
+              admin: { type: "http", scheme: "bearer", description: "REELAY_ADMIN_TOKEN (the bootstrap identity, role admin) or an operator's personal token (ro-…); the console also signs operators in with OpenID Connect" },
             },
           },
         },

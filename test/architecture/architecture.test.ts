@@ -47,7 +47,7 @@ describe("docs/architecture.md", () => {
  */
 const LAYERS: Array<{ name: string; parts: string[] }> = [
   { name: "foundation", parts: ["config.ts", "errors.ts", "ids.ts", "logger.ts", "background.ts", "lifecycle.ts", "db", "net", "media", "text", "plugin-sdk"] },
-  { name: "services", parts: ["billing", "accounts", "auth", "rate-limit", "registry", "plugin-host", "ops", "usage", "blob-store"] },
+  { name: "services", parts: ["billing", "accounts", "auth", "rate-limit", "registry", "plugin-host", "ops", "usage", "blob-store", "operators", "audit"] },
   { name: "HTTP", parts: ["http"] },
   { name: "route modules", parts: ["modules"] },
   { name: "composition", parts: ["main.ts", "boot.ts", "app.ts", "listen.ts", "deps.ts", "cli"] },

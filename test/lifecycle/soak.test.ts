@@ -3,7 +3,7 @@
  * PostgreSQL under the same mixed traffic (test/lifecycle/soak-traffic.ts) for 3 minutes, at a rate
  * a loaded 2-core CI machine sustains. After a 1-minute warm-up nothing may grow: RSS, open file
  * descriptors, threads, database connections; and lease heartbeats leave no index entries behind
- * (HOT updates, pruned on their page: drizzle/0013_holds_hot_heartbeats.sql). No
+ * (HOT updates, pruned on their page: drizzle/0014_holds_hot_heartbeats.sql). No
  * client error, exit 0 on SIGTERM, and then, exactly: every account's ledger sums to its balance,
  * nothing is held, and each billable answer a client saw has its one usage row (and nothing else has).
  *
@@ -68,7 +68,7 @@ test("after the warm-up nothing grows: RSS, file descriptors, threads, database 
   expect(Math.max(...r.samples.map((s) => s.dbConns))).toBeLessThanOrEqual(8 + 4);
   // Closing a hold changes its state (an indexed column): a new index entry each. A lease's
   // heartbeats (10 a second) and refills are HOT updates, pruned on their page, but for the few
-  // that find no room left on it. Before drizzle/0013 every heartbeat was non-HOT (expires_at was
+  // that find no room left on it. Before drizzle/0014 every heartbeat was non-HOT (expires_at was
   // indexed): thousands more than the closes in these 3 minutes.
   const { updates, hotUpdates, closed } = r.holds;
   expect({ updates, hotUpdates, closed, nonHotAboutCloses: updates - hotUpdates <= closed * 1.2 + 100 }).toEqual({ updates, hotUpdates, closed, nonHotAboutCloses: true });

@@ -1,5 +1,5 @@
-import { useLayoutEffect, useRef, useState } from "preact/hooks";
-import { identify } from "../api.ts";
+import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
+import { identify, ssoEnabled } from "../api.ts";
 import { ErrorBox } from "../components/ui.tsx";
 import type { Session } from "../session.ts";
 
@@ -8,6 +8,8 @@ export function SignIn(p: { notice: string | null; onSignedIn(s: Session): void 
   const [error, setError] = useState<string | null>(null);
   const [pending, setPending] = useState(false);
   const field = useRef<HTMLInputElement>(null);
+  const [sso, setSso] = useState(false);
+  useEffect(() => void ssoEnabled().then(setSso), []);
   // `autofocus` works on the page's first load only: after signing out, focus would be left on the
   // document and a keyboard user would have to Tab to the field. A layout effect runs in the same
   // commit that inserts the field, so the field is never on screen without focus: a plain effect
@@ -41,6 +43,7 @@ export function SignIn(p: { notice: string | null; onSignedIn(s: Session): void 
         </label>
         <ErrorBox error={error} />
         <button type="submit" disabled={pending}>{pending ? "Checking…" : "Sign in"}</button>
+        {sso && <p><a class="button secondary" href="/sso/login">Sign in with single sign-on</a></p>}
       </form>
     </main>
   );

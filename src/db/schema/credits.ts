@@ -45,7 +45,7 @@ export const holds = pgTable(
   (t) => [
     check("holds_amount_nonnegative", sql`${t.amount} >= 0`),
     // No index may name a column a lease heartbeat rewrites (expires_at, in_flight, amount, charged):
-    // then heartbeats are HOT updates (drizzle/0013_holds_hot_heartbeats.sql; fillfactor 70 there).
+    // then heartbeats are HOT updates (drizzle/0014_holds_hot_heartbeats.sql; fillfactor 70 there).
     // The sweeper finds expired holds through holds_account_open_idx (open holds only).
     index("holds_account_open_idx").on(t.accountId).where(sql`${t.state} = 'open'`),
     index("holds_lease_owner_idx").on(t.owner).where(sql`${t.kind} = 'lease' AND ${t.state} = 'open'`),

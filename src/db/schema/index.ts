@@ -8,3 +8,4 @@ export * from "./webhooks.ts";
 export * from "./responses.ts";
 export * from "./blobs.ts";
 export * from "./budgets.ts";
+export * from "./operators.ts";

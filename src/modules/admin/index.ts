@@ -4,7 +4,8 @@
  */
 import { Elysia, t } from "elysia";
 import type { AppDeps } from "../../deps.ts";
-import { checkAdmin } from "../../auth/admin-token.ts";
+import { requireOperator } from "../../http/require-operator.ts";
+import { audited, logAudit, writeAudit, type AuditContext, type AuditEntry, type AuditRow } from "../../audit/audit-log.ts";
 import type { Tx } from "../../db/index.ts";
 import * as billing from "../../billing/index.ts";
 import { badRequest } from "../../errors.ts";
@@ -41,14 +42,23 @@ export const adminRoutes = (deps: AppDeps) => {
       return rows.map((r) => accounts.publicAccount(r, leased.get(r.id) ?? { idle: 0, leases: 0 }));
     }, { isolationLevel: "repeatable read", accessMode: "read only" });
   const view = async (id: string) => (await views(async (tx) => [await accounts.getAccount(tx, id)]))[0]!;
+  const inTx = <T>(audit: AuditContext, work: (tx: Tx, record: (e: AuditEntry) => Promise<void>) => Promise<T>) => audited({ db, logger: deps.logger }, audit, work);
+  // what the audit log keeps of an account: its settings and balance as the transaction sees them
+  const accountState = (row: Parameters<typeof accounts.publicAccount>[0]) => accounts.publicAccount(row);
   return new Elysia({ prefix: "/admin", tags: ["admin"] })
-    .onBeforeHandle({ as: "local" }, ({ headers }) => checkAdmin(deps.config.adminToken, headers["authorization"]))
+    .use(requireOperator(deps))
     .post(
       "/accounts",
-      async ({ body, set }) => {
+      async ({ body, set, audit }) => {
         set.status = 201;
         if (body.amount !== undefined && body.credits !== undefined && body.amount !== body.credits) throw badRequest("Send the initial credits once: 'amount' (or its older name 'credits'), not both with different values.", "amount");
-        return view((await accounts.createFundedAccount(db, body.name, body.amount ?? body.credits ?? 0)).id);
+        const amount = body.amount ?? body.credits ?? 0;
+        const created = await inTx(audit, async (tx, record) => {
+          const row = await accounts.createFundedAccount(tx, body.name, amount);
+          await record({ action: "account.create", target: { type: "account", id: row.id }, after: { ...accountState(await accounts.getAccount(tx, row.id)), initial_credits: amount } });
+          return row;
+        });
+        return view(created.id);
       },
       {
         body: CreateAccountBody,
@@ -88,15 +98,25 @@ export const adminRoutes = (deps: AppDeps) => {
       },
       response: accountReply,
     })
-    .patch("/accounts/:id/limits", async ({ params, body }) => view((await accounts.setAccountLimits(db, params.id, toLimits(body))).id), {
+    .patch("/accounts/:id/limits", async ({ params, body, audit }) => {
+      await inTx(audit, async (tx, record) => {
+        const before = accountState(await accounts.getAccount(tx, params.id));
+        const after = accountState(await accounts.setAccountLimits(tx, params.id, toLimits(body)));
+        await record({ action: "account.limits", target: { type: "account", id: params.id }, before: before.limits, after: after.limits });
+      });
+      return view(params.id);
+    }, {
       body: t.Object(Limits, { examples: [{ requests_per_minute: 120, tokens_per_minute: null }] }),
       detail: { summary: "Set account rate limits", description: "Set rate-limit overrides for a whole account (null: configured default)", security },
       response: accountReply,
     })
     .post(
       "/accounts/:id/credits",
-      async ({ params, body }) => {
-        await db.transaction((tx) => billing.grant(tx, params.id, body.amount, body.reason ?? "grant by admin", body.ref ?? null));
+      async ({ params, body, audit }) => {
+        await inTx(audit, async (tx, record) => {
+          const balance = await billing.grant(tx, params.id, body.amount, body.reason ?? "grant by admin", body.ref ?? null);
+          await record({ action: "credits.grant", target: { type: "account", id: params.id }, before: { balance: balance - body.amount }, after: { balance, amount: body.amount, reason: body.reason ?? "grant by admin", ref: body.ref ?? null } });
+        });
         return view(params.id);
       },
       {
@@ -107,9 +127,15 @@ export const adminRoutes = (deps: AppDeps) => {
     )
     .post(
       "/accounts/:id/adjustments",
-      async ({ params, body }) => {
-        // leased credit in the way is asked back first (engine.adjust)
-        await deps.billing.adjust(params.id, body.amount, body.reason, body.ref ?? null);
+      async ({ params, body, audit }) => {
+        // leased credit in the way is asked back first (engine.adjust); the audit row is written in
+        // the adjustment's own transaction
+        const rows: AuditRow[] = [];
+        await deps.billing.adjust(params.id, body.amount, body.reason, body.ref ?? null, async (tx, balance) => {
+          rows.length = 0;
+          rows.push(await writeAudit(tx, audit, { action: "credits.adjust", target: { type: "account", id: params.id }, before: { balance: balance - body.amount }, after: { balance, amount: body.amount, reason: body.reason, ref: body.ref ?? null } }));
+        });
+        logAudit(deps.logger, rows);
         return view(params.id);
       },
       {
@@ -129,16 +155,16 @@ export const adminRoutes = (deps: AppDeps) => {
     })
     .post(
       "/accounts/:id/keys",
-      async ({ params, body, set }) => {
+      async ({ params, body, set, audit }) => {
         // budgets given with the key are set in the key's transaction: a bad budget creates no key
         const budgets = body.budgets ? normaliseBudgets(body.budgets) : null;
         const at = deps.billing.now();
-        const { key, record, views } = await db
-          .transaction(async (tx) => {
-            const created = await keys.createKey(tx, params.id, { name: body.name, scopes: body.scopes ?? null, allowedModels: body.models ?? null, ...toLimits(body) });
-            return { ...created, views: budgets ? await setBudgetsIn(tx, { accountId: params.id, keyId: created.record.id }, budgets, at) : undefined };
-          })
-          .catch((e) => Promise.reject(budgetError(e)));
+        const { key, record, views } = await inTx(audit, async (tx, note) => {
+          const created = await keys.createKey(tx, params.id, { name: body.name, scopes: body.scopes ?? null, allowedModels: body.models ?? null, ...toLimits(body) });
+          const views = budgets ? await setBudgetsIn(tx, { accountId: params.id, keyId: created.record.id }, budgets, at) : undefined;
+          await note({ action: "key.create", target: { type: "key", id: created.record.id }, after: { ...keys.publicKey(created.record), ...(budgets ? { budgets } : {}) } });
+          return { ...created, views };
+        }).catch((e) => Promise.reject(budgetError(e)));
         if (budgets) deps.billing.windows.invalidate(params.id);
         set.status = 201;
         return { ...keys.publicKey(record), key, ...(views ? { budgets: views } : {}) };
@@ -153,19 +179,34 @@ export const adminRoutes = (deps: AppDeps) => {
       await accounts.getAccount(db, params.id);
       return { object: "list" as const, data: (await keys.listKeys(db, params.id)).map(keys.publicKey) };
     }, { detail: { summary: "List an account's keys", description: "List an account's keys (prefix, name, times; never the key)", security }, response: { 200: listOf(KeyView, KeyView.examples?.[0]), ...adminErrors } })
-    .post("/keys/:id/revoke", async ({ params }) => {
-      const row = await keys.revokeKey(db, params.id);
+    .post("/keys/:id/revoke", async ({ params, audit }) => {
+      const row = await inTx(audit, async (tx, record) => {
+        const before = await keys.getKey(tx, params.id);
+        const after = await keys.revokeKey(tx, params.id);
+        if (!before.revokedAt) await record({ action: "key.revoke", target: { type: "key", id: params.id }, before: keys.publicKey(before), after: keys.publicKey(after) });
+        return after;
+      });
       deps.auth.evict(params.id);
       return keys.publicKey(row);
     }, { detail: { summary: "Revoke a key", description: "Revoke a key (takes effect at once here, within the key cache TTL on other instances)", security }, response: keyReply })
-    .post("/keys/:id/rotate", async ({ params }) => {
-      const { key, record } = await keys.rotateKey(db, params.id);
+    .post("/keys/:id/rotate", async ({ params, audit }) => {
+      const { key, record } = await inTx(audit, async (tx, note) => {
+        const before = await keys.getKey(tx, params.id);
+        const rotated = await keys.rotateKey(tx, params.id);
+        await note({ action: "key.rotate", target: { type: "key", id: params.id }, before: keys.publicKey(before), after: { ...keys.publicKey(rotated.record), replaces: params.id } });
+        return rotated;
+      });
       deps.auth.evict(params.id);
       deps.billing.windows.invalidate(record.accountId);
       return { ...keys.publicKey(record), key, replaces: params.id };
     }, { detail: { summary: "Rotate a key", description: "Revoke a key and issue a new one with the same settings; its budgets move to the new key with what they have counted", security }, response: keyReply })
-    .patch("/keys/:id/limits", async ({ params, body }) => {
-      const row = await keys.setKeyLimits(db, params.id, toLimits(body));
+    .patch("/keys/:id/limits", async ({ params, body, audit }) => {
+      const row = await inTx(audit, async (tx, record) => {
+        const before = keys.publicKey(await keys.getKey(tx, params.id));
+        const after = await keys.setKeyLimits(tx, params.id, toLimits(body));
+        await record({ action: "key.limits", target: { type: "key", id: params.id }, before: before.limits, after: keys.publicKey(after).limits });
+        return after;
+      });
       deps.auth.evict(params.id);
       return keys.publicKey(row);
     }, { body: t.Object(Limits, { examples: [{ requests_per_minute: 60, concurrent_video_jobs: 4 }] }), detail: { summary: "Set key rate limits", description: "Set a key's rate-limit overrides (null: account/default)", security }, response: keyReply })

@@ -7,13 +7,15 @@
 import { Elysia } from "elysia";
 import { sql } from "drizzle-orm";
 import type { AppDeps } from "../../deps.ts";
-import { checkAdmin } from "../../auth/admin-token.ts";
+import { requireOperator } from "../../http/require-operator.ts";
+import { audited, type AuditContext, type AuditEntry } from "../../audit/audit-log.ts";
+import type { Tx } from "../../db/index.ts";
 import { query } from "../../db/index.ts";
 import { ApiError, badRequest } from "../../errors.ts";
 import { ErrorEnvelope } from "../../http/schemas.ts";
 import { getAccount } from "../../accounts/accounts.ts";
 import { getKey } from "../../accounts/api-keys.ts";
-import { budgetViews, setBudgets } from "../../billing/budgets.ts";
+import { budgetError, budgetViews, normaliseBudgets, setBudgetsIn, type BudgetSpec, type BudgetView } from "../../billing/budgets.ts";
 import { checkPlan, deleteStoredPlan, percentToBp, putStoredPlan, setAccountPlan, type PricePlan } from "../../billing/plans.ts";
 import { AccountPlanBody, AccountPlanView, BudgetList, BudgetsBody, PlanBody, PlanList, PlanView } from "./model.ts";
 
@@ -29,6 +31,9 @@ export const planView = (p: PricePlan, accounts?: number) => ({
   ...(accounts !== undefined ? { accounts } : {}),
 });
 
+/** a budget as the audit log keeps it: its settings, not its window's figures */
+const budgetSpecOf = (b: BudgetView) => ({ id: b.id, scope: b.scope, key_id: b.key_id, period: b.period, limit: b.limit, timezone: b.timezone, models: b.models, thresholds: b.thresholds });
+
 export const budgetAdminRoutes = (deps: AppDeps) => {
   const db = deps.database.db;
   const engine = deps.billing;
@@ -39,11 +44,24 @@ export const budgetAdminRoutes = (deps: AppDeps) => {
     return p;
   };
   const accountsOn = async () => new Map((await query<{ plan_id: string; n: number }>(db, sql`SELECT plan_id, count(*)::int AS n FROM accounts WHERE plan_id IS NOT NULL GROUP BY plan_id`)).map((r) => [r.plan_id, Number(r.n)]));
+  const inTx = <T>(audit: AuditContext, work: (tx: Tx, record: (e: AuditEntry) => Promise<void>) => Promise<T>) => audited({ db, logger: deps.logger }, audit, work);
+  /** set an owner's budgets and record the change, in one transaction */
+  const putBudgets = async (audit: AuditContext, owner: { accountId: string; keyId: string | null }, specs: BudgetSpec[]) => {
+    const wanted = normaliseBudgets(specs);
+    const at = engine.now();
+    return inTx(audit, async (tx, record) => {
+      await getAccount(tx, owner.accountId);
+      const before = await budgetViews(tx, owner.accountId, owner.keyId ? { keyId: owner.keyId } : { account: true }, at);
+      const views = await setBudgetsIn(tx, owner, wanted, at);
+      await record({ action: "budgets.set", target: owner.keyId ? { type: "key", id: owner.keyId } : { type: "account", id: owner.accountId }, before: before.map(budgetSpecOf), after: views.map(budgetSpecOf) });
+      return views;
+    }).catch((e) => Promise.reject(budgetError(e)));
+  };
   return new Elysia({ prefix: "/admin", tags: ["admin"] })
-    .onBeforeHandle({ as: "local" }, ({ headers }) => checkAdmin(deps.config.adminToken, headers["authorization"]))
-    .put("/accounts/:id/budgets", async ({ params, body }) => {
+    .use(requireOperator(deps))
+    .put("/accounts/:id/budgets", async ({ params, body, audit }) => {
       await engine.sync(); // the answer shows this instance's settlements
-      const views = await setBudgets(db, { accountId: params.id, keyId: null }, body.budgets, engine.now());
+      const views = await putBudgets(audit, { accountId: params.id, keyId: null }, body.budgets);
       engine.windows.invalidate(params.id);
       return list(views);
     }, {
@@ -59,10 +77,10 @@ export const budgetAdminRoutes = (deps: AppDeps) => {
       detail: { summary: "An account's budgets", description: "Each budget with its current window: `spent`, `reserved` (requests in flight), `remaining`, `resets_at`, and the thresholds reached in it.", security },
       response: { 200: BudgetList, ...adminErrors },
     })
-    .put("/keys/:id/budgets", async ({ params, body }) => {
+    .put("/keys/:id/budgets", async ({ params, body, audit }) => {
       const key = await getKey(db, params.id);
       await engine.sync();
-      const views = await setBudgets(db, { accountId: key.accountId, keyId: key.id }, body.budgets, engine.now());
+      const views = await putBudgets(audit, { accountId: key.accountId, keyId: key.id }, body.budgets);
       engine.windows.invalidate(key.accountId);
       return list(views);
     }, {
@@ -89,7 +107,7 @@ export const budgetAdminRoutes = (deps: AppDeps) => {
       detail: { summary: "Get a price plan", security },
       response: { 200: PlanView, ...adminErrors },
     })
-    .put("/plans/:id", async ({ params, body }) => {
+    .put("/plans/:id", async ({ params, body, audit }) => {
       if (engine.plans.isFilePlan(params.id)) throw new ApiError(409, "conflict_error", `Plan '${params.id}' is defined in the models file; change it there.`, { code: "plan_in_models_file" });
       const adjustmentBp = percentToBp(body.adjustment_percent ?? 0);
       const plan = { id: params.id, name: body.name ?? null, adjustmentBp, models: body.models ?? {} };
@@ -100,7 +118,11 @@ export const budgetAdminRoutes = (deps: AppDeps) => {
         throw e;
       }
       for (const m of Object.keys(plan.models)) if (!deps.registry.get(m)) throw badRequest(`models.${m}: no such model.`, `models.${m}`, "invalid_plan");
-      await putStoredPlan(db, plan);
+      const before = engine.plans.get(params.id);
+      await inTx(audit, async (tx, record) => {
+        await putStoredPlan(tx, plan);
+        await record({ action: before ? "plan.update" : "plan.create", target: { type: "plan", id: params.id }, before: before ? planView(before) : null, after: planView({ ...plan, source: "api" }) });
+      });
       await engine.plans.refresh();
       return planView(planOr404(params.id), (await accountsOn()).get(params.id) ?? 0);
     }, {
@@ -112,19 +134,25 @@ export const budgetAdminRoutes = (deps: AppDeps) => {
       },
       response: { 200: PlanView, 409: ErrorEnvelope, ...adminErrors },
     })
-    .delete("/plans/:id", async ({ params }) => {
+    .delete("/plans/:id", async ({ params, audit }) => {
       if (engine.plans.isFilePlan(params.id)) throw new ApiError(409, "conflict_error", `Plan '${params.id}' is defined in the models file; remove it there.`, { code: "plan_in_models_file" });
       const p = planOr404(params.id);
-      await deleteStoredPlan(db, params.id);
+      await inTx(audit, async (tx, record) => {
+        if (await deleteStoredPlan(tx, params.id)) await record({ action: "plan.delete", target: { type: "plan", id: params.id }, before: planView(p), after: null });
+      });
       await engine.plans.refresh();
       return planView(p, 0);
     }, {
       detail: { summary: "Delete a price plan no account is on", security },
       response: { 200: PlanView, 409: ErrorEnvelope, ...adminErrors },
     })
-    .put("/accounts/:id/plan", async ({ params, body }) => {
+    .put("/accounts/:id/plan", async ({ params, body, audit }) => {
       if (body.plan !== null) planOr404(body.plan);
-      if (!(await setAccountPlan(db, params.id, body.plan))) await getAccount(db, params.id);
+      await inTx(audit, async (tx, record) => {
+        const before = await getAccount(tx, params.id);
+        await setAccountPlan(tx, params.id, body.plan);
+        await record({ action: "account.plan", target: { type: "account", id: params.id }, before: { plan: before.planId }, after: { plan: body.plan } });
+      });
       deps.auth.evictAccount(params.id);
       return { object: "account_plan" as const, account_id: params.id, plan: body.plan === null ? null : planView(planOr404(body.plan)) };
     }, {

@@ -5,7 +5,8 @@
  */
 import { Elysia, t } from "elysia";
 import type { AppDeps } from "../../deps.ts";
-import { checkAdmin } from "../../auth/admin-token.ts";
+import { requireOperator } from "../../http/require-operator.ts";
+import { logAudit, writeAudit, type AuditRow } from "../../audit/audit-log.ts";
 import { authErrors, ErrorEnvelope } from "../../http/schemas.ts";
 import { requireKey } from "../../http/require-key.ts";
 import { parseRange } from "../../ops/usage-views.ts";
@@ -34,7 +35,7 @@ export const consoleApiRoutes = (deps: AppDeps) => {
   };
 
   const admin = new Elysia({ prefix: "/admin", tags: ["admin"] })
-    .onBeforeHandle({ as: "local" }, ({ headers }) => checkAdmin(deps.config.adminToken, headers["authorization"]))
+    .use(requireOperator(deps))
     .get("/usage/timeseries", ({ query }) => series(query, query.account || undefined), {
       query: t.Object({ ...TimeseriesQuery, account: t.Optional(t.String({ description: "only this account" })) }),
       detail: { summary: "Usage over time", description: "Usage over time in buckets: requests, tokens, credits, errors, p50/p99 latency; totals and per model", security },
@@ -104,7 +105,15 @@ export const consoleApiRoutes = (deps: AppDeps) => {
       detail: { summary: "Get any account's video job", description: "One video job of any account, as its owner sees it (completed: data[0].b64_json MP4); 410 after retention", security },
       response: { 200: t.Composite([VideoJob, t.Object({ account_id: t.String() })]), 410: ErrorEnvelope, ...adminErrors },
     })
-    .post("/videos/:id/cancel", async ({ params }) => cancelVideo(deps, params.id, await jobAccount(db, params.id)), {
+    .post("/videos/:id/cancel", async ({ params, audit }) => {
+      const accountId = await jobAccount(db, params.id);
+      const rows: AuditRow[] = [];
+      const job = await cancelVideo(deps, params.id, accountId, async (tx) => {
+        rows.push(await writeAudit(tx, audit, { action: "job.cancel", target: { type: "video_job", id: params.id }, before: { status: "queued or processing" }, after: { status: "failed", error_code: "cancelled", account_id: accountId } }));
+      });
+      logAudit(deps.logger, rows);
+      return job;
+    }, {
       params: t.Object({ id: t.String({ maxLength: 64 }) }),
       detail: { summary: "Cancel any account's video job", description: "Cancel a queued or processing job of any account: it fails with code `cancelled`, its hold is released", security },
       response: { 200: VideoJob, 409: ErrorEnvelope, ...adminErrors },

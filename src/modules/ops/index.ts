@@ -7,7 +7,7 @@ import { parseBearer, safeEqual } from "../../auth/authenticate-key.ts";
 import type { AppDeps } from "../../deps.ts";
 import { unauthorized } from "../../errors.ts";
 import { ErrorEnvelope } from "../../http/schemas.ts";
-import { checkAdmin } from "../../auth/admin-token.ts";
+import { requireOperator } from "../../http/require-operator.ts";
 import type { MetricsExport } from "../../ops/hooks.ts";
 import { failingUpstreams, parseRange, usageByAccount, usageByModel } from "../../ops/usage-views.ts";
 
@@ -69,7 +69,7 @@ export const usageRoutes = (deps: AppDeps) => {
   const db = deps.database.db;
   const envelope = <T>(range: { from: Date; to: Date }, data: T[]) => ({ object: "list" as const, from: range.from.toISOString(), to: range.to.toISOString(), data });
   return new Elysia({ prefix: "/admin/usage", tags: ["admin"] })
-    .onBeforeHandle({ as: "local" }, ({ headers }) => checkAdmin(deps.config.adminToken, headers["authorization"]))
+    .use(requireOperator(deps))
     .get(
       "/accounts",
       async ({ query }) => {

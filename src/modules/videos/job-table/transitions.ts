@@ -145,7 +145,7 @@ export async function completeJob(
 }
 
 /** failed + error + hold released + usage row with cost 0, in one transaction. Failed jobs are never charged. */
-export async function failJob(deps: Pick<AppDeps, "database" | "telemetry" | "config">, id: string, error: { code: string; message: string }, extra: { plugin: string | null; guard?: SQL }): Promise<MovedJob | null> {
+export async function failJob(deps: Pick<AppDeps, "database" | "telemetry" | "config">, id: string, error: { code: string; message: string }, extra: { plugin: string | null; guard?: SQL; alsoInTx?: (tx: Tx, job: MovedJob) => Promise<void> }): Promise<MovedJob | null> {
   const moved = await deps.database.db.transaction(async (tx) => {
     const m = await transition(tx, id, "failed", {
       set: sql`error_code = ${error.code}, error_message = ${error.message.slice(0, 1000)}, completed_at = now(), ${clearLease}`,
@@ -154,6 +154,7 @@ export async function failJob(deps: Pick<AppDeps, "database" | "telemetry" | "co
     if (!m) return null;
     await enqueueEvent(deps, tx, m.job);
     await chargeOf(deps, m.job, extra.plugin).release(tx, { errorCode: error.code, status: error.code === "cancelled" ? 499 : 500 });
+    await extra.alsoInTx?.(tx, m.job);
     return m;
   });
   reportTransition(deps, moved);

@@ -1,0 +1,3 @@
+import { auditCases } from "./audit.case.ts";
+
+auditCases({ pglite: true });
