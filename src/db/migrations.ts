@@ -26,6 +26,8 @@ import m0009 from "../../drizzle/0009_video_jobs_route.sql" with { type: "text" 
 import m0010 from "../../drizzle/0010_video_bytes_for_previous_release.sql" with { type: "text" };
 // @ts-ignore: text import
 import m0011 from "../../drizzle/0011_budgets_and_plans.sql" with { type: "text" };
+// @ts-ignore: text import
+import m0012 from "../../drizzle/0012_files_and_batches.sql" with { type: "text" };
 
 export const MIGRATIONS: Array<{ name: string; sql: string }> = [
   { name: "0000_init", sql: m0000 as unknown as string },
@@ -40,6 +42,7 @@ export const MIGRATIONS: Array<{ name: string; sql: string }> = [
   { name: "0009_video_jobs_route", sql: m0009 as unknown as string },
   { name: "0010_video_bytes_for_previous_release", sql: m0010 as unknown as string },
   { name: "0011_budgets_and_plans", sql: m0011 as unknown as string },
+  { name: "0012_files_and_batches", sql: m0012 as unknown as string },
 ];
 
 export function splitStatements(sqlText: string): string[] {

@@ -8,3 +8,5 @@ export * from "./webhooks.ts";
 export * from "./responses.ts";
 export * from "./blobs.ts";
 export * from "./budgets.ts";
+export * from "./files.ts";
+export * from "./batches.ts";

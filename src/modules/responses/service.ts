@@ -12,7 +12,7 @@ import { badRequest, forbidden, notFound } from "../../errors.ts";
 import type { RequestFacts } from "../../ops/hooks.ts";
 import { completeViaChat } from "../chat-bridge/complete.ts";
 import { streamViaChat } from "../chat-bridge/stream.ts";
-import type { ChatCall } from "../chat/service.ts";
+import type { BatchLineCall, ChatCall } from "../chat/service.ts";
 import type { ChatCompletionRequest } from "../chat/model.ts";
 import { itemId, newResponseId, responseIdOfItem } from "./ids.ts";
 import { normalizeInput, type InputItem } from "./input-items.ts";
@@ -33,6 +33,8 @@ export interface ResponsesCall {
   signal: AbortSignal;
   startedAt: number;
   note(facts: RequestFacts): void;
+  /** a batch line (modules/batches): billed at the batch price through its own ledger, usage rows on route "batch" */
+  batch?: BatchLineCall;
   /** seals and opens reasoning for `include: ["reasoning.encrypted_content"]` */
   seal: ReasoningSeal;
 }
@@ -82,7 +84,7 @@ export async function createResponse(deps: AppDeps, call: ResponsesCall): Promis
   };
 
   const chatCall: ChatCall = {
-    principal, body: chatBody as ChatCompletionRequest, requestId: call.requestId, signal: call.signal, startedAt: call.startedAt, note: call.note, route: ROUTE,
+    principal, body: chatBody as ChatCompletionRequest, requestId: call.requestId, signal: call.signal, startedAt: call.startedAt, note: call.note, route: call.batch ? "batch" : ROUTE, batch: call.batch,
   };
   try {
     if (body.stream === true) {
