@@ -43,8 +43,8 @@ export function modelsFile(dir: string, fakeUrl: string): string {
   return file;
 }
 
-export async function startBatchServer(env: Record<string, string> = {}, opts: { pglite?: boolean } = {}): Promise<BatchServer> {
-  const fake = await startFakeOpenAI();
+export async function startBatchServer(env: Record<string, string> = {}, opts: { pglite?: boolean; clock?: () => number; fake?: FakeOpenAI } = {}): Promise<BatchServer> {
+  const fake = opts.fake ?? (await startFakeOpenAI());
   const dir = mkdtempSync(join(tmpdir(), "reelay-batches-"));
   const s = await startTestServer({ REELAY_MODELS_FILE: modelsFile(dir, fake.url), REELAY_SCHEDULER_POLL_MS: "50", REELAY_BATCH_SLICE_LINES: "10", ...env }, opts);
   return {
@@ -56,7 +56,7 @@ export async function startBatchServer(env: Record<string, string> = {}, opts: {
     },
     async close() {
       await s.close();
-      await fake.stop();
+      if (!opts.fake) await fake.stop();
       rmSync(dir, { recursive: true, force: true });
     },
   };

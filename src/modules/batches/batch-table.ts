@@ -122,11 +122,14 @@ export async function claimBatchToFinalize(tx: Tx, owner: string, leaseMs: numbe
   return row ? readRow(row) : null;
 }
 
-/** In-progress batches past their window: finalizing, marked expired (their files say what was done). */
-export async function expireOverdue(tx: Tx): Promise<number> {
+/**
+ * Validating and in-progress batches past their window at `now` (the engine's clock: tests move
+ * it): finalizing, marked expired (their files say what was done).
+ */
+export async function expireOverdue(tx: Tx, now: Date): Promise<number> {
   const rows = await query(tx, sql`
     UPDATE batches SET status = 'finalizing', finalizing_at = now(), expired_at = now(), lease_owner = NULL, lease_expires_at = NULL
-    WHERE status IN ('validating', 'in_progress') AND expires_at <= now() RETURNING id`);
+    WHERE status IN ('validating', 'in_progress') AND expires_at <= ${now.toISOString()} RETURNING id`);
   return rows.length;
 }
 

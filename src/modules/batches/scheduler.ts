@@ -128,7 +128,7 @@ export function createBatchScheduler(deps: AppDeps, seal: ReasoningSeal): BatchS
   }
 
   async function tick(): Promise<void> {
-    await expireOverdue(db);
+    await expireOverdue(db, new Date(deps.billing.now()));
     await validateOne();
     // leases of the slices we run; one we lost (stalled past the lease) is stopped
     const mine = await renewSliceLeases(db, owner, [...active.values()].map((a) => a.slice), leaseMs);
