@@ -127,7 +127,7 @@ describe("size", () => {
       const c = await t.newClient(1_000_000_000);
       const f = await uploadBatchFile(c.openai, Array.from({ length: 20_000 }, (_, i) => embedLine(i)));
       const b = await c.openai.batches.create({ input_file_id: f.id, endpoint: "/v1/embeddings", completion_window: "24h" });
-      const done = await waitForBatch(c.openai, b.id, undefined, 400_000);
+      const done = await waitForBatch(c.openai, b.id, undefined, 500_000);
       expect(done).toMatchObject({ status: "completed", request_counts: { total: 20_000, completed: 20_000, failed: 0 } });
       const out = await fileLines(c.openai, done.output_file_id);
       expect(out).toHaveLength(20_000);

@@ -118,8 +118,8 @@ describe("invalid input: the batch fails with errors naming the line", () => {
       expect(b.status).toBe("failed");
       expect(b.failed_at).toBeGreaterThan(0);
       expect(b.errors!.data).toHaveLength(1);
-      expect(b.errors!.data[0]).toMatchObject({ code, line });
-      expect(b.errors!.data[0]!.message).toContain(`Line ${line}`);
+      expect(b.errors?.data?.[0]).toMatchObject({ code, line });
+      expect(b.errors?.data?.[0]?.message).toContain(`Line ${line}`);
       expect(t.fake.requests).toHaveLength(0);
       expect((await usageRows(c)).length).toBe(0);
     }, 30_000);

@@ -12,7 +12,8 @@
  * charge and output line are written once.
  */
 import { every, type BackgroundTask } from "../../background.ts";
-import { settleOne, type Settlement } from "../../billing/index.ts";
+import { settleBatch, type Settlement } from "../../billing/index.ts";
+import { GroupCommit } from "./group-commit.ts";
 import type { Principal } from "../../auth/authenticate-key.ts";
 import type { AppDeps } from "../../deps.ts";
 import { randomId } from "../../ids.ts";
@@ -25,6 +26,7 @@ import {
 import type { BatchEndpoint } from "./model.ts";
 import { runLine, unrunLine, type LineOutcome } from "./run-line.ts";
 import { validateInput } from "./validate.ts";
+import { batchEvent } from "./events.ts";
 
 /** a running slice re-reads its batch's status this often (a cancel takes effect within it, for lines not yet started) */
 const STATUS_CHECK_MS = 200;
@@ -54,10 +56,15 @@ export function createBatchScheduler(deps: AppDeps, seal: ReasoningSeal): BatchS
     for (const f of w) f();
   };
 
+  // holds and results each go in groups (group-commit.ts); separate groups keep billing's lock order (holds, then accounts)
+  const holds = new GroupCommit(db);
+  const results = new GroupCommit(db);
+
+  /** The line's result and its charge, in one transaction (a savepoint of the group's): both or neither. */
   async function commitLine(batchId: string, line: PendingLine, out: LineOutcome): Promise<void> {
-    await db.transaction(async (tx) => {
+    await results.run(`${batchId}/${String(line.line).padStart(10, "0")}`, async (tx) => {
       const wrote = await writeLineResult(tx, batchId, line.line, out.result, out.ok);
-      for (const s of out.settlements) await settleOne(tx, wrote ? s : unwritten(s));
+      if (out.settlements.length > 0) await settleBatch(tx, out.settlements.map((s) => (wrote ? s : unwritten(s))));
     });
   }
 
@@ -76,7 +83,7 @@ export function createBatchScheduler(deps: AppDeps, seal: ReasoningSeal): BatchS
         checkedAt = performance.now();
         if ((await batchStatus(db, batch.id)) !== "in_progress") { releaseSlot(); stopped = true; break; }
       }
-      const p: Promise<void> = runLine(deps, seal, view, line, signal)
+      const p: Promise<void> = runLine(deps, seal, holds, view, line, signal)
         .then((out) => commitLine(batch.id, line, out))
         .catch((err) => void deps.logger.error({ err, batchId: batch.id, line: line.line }, "batches: a line's result could not be written; it runs again when its slice is taken over"))
         .finally(() => { releaseSlot(); inFlight.delete(p); });
@@ -98,7 +105,10 @@ export function createBatchScheduler(deps: AppDeps, seal: ReasoningSeal): BatchS
     const errors = failed > 0 ? await file(false, "error") : null;
     const done = await db.transaction(async (tx) => {
       const row = await finishBatch(tx, b.id, owner, { status: final, outputFileId: output?.id ?? null, errorFileId: errors?.id ?? null, completed: counts.completed, failed });
-      if (row) await deleteLines(tx, b.id);
+      if (row) {
+        await batchEvent(deps, tx, row);
+        await deleteLines(tx, b.id);
+      }
       return row;
     });
     if (done) deps.logger.info({ batchId: b.id, status: final, completed: counts.completed, failed }, "batches: batch finished");
@@ -123,7 +133,11 @@ export function createBatchScheduler(deps: AppDeps, seal: ReasoningSeal): BatchS
     if (!b) return;
     const { errors, total } = await validateInput(deps, b, deps.config.batchSliceLines);
     if (errors.length > 0) {
-      await failBatch(db, b.id, owner, errors);
+      await db.transaction(async (tx) => {
+        if (!(await failBatch(tx, b.id, owner, errors))) return;
+        const row = await findBatch(tx, b.id, null);
+        if (row) await batchEvent(deps, tx, row);
+      });
     } else await startBatch(db, b.id, owner, total);
   }
 
