@@ -68,6 +68,7 @@ describe("two instances", () => {
       const f = await uploadBatchFile(c.openai, Array.from({ length: 200 }, (_, i) => chatLine(i)));
       const batch = await c.openai.batches.create({ input_file_id: f.id, endpoint: "/v1/chat/completions", completion_window: "24h" });
       const done = await waitForBatch(c.openai, batch.id, undefined, 120_000);
+      if (done.request_counts!.failed > 0) console.log("error lines:", JSON.stringify(await fileLines(c.openai, done.error_file_id)));
       expect(done).toMatchObject({ status: "completed", request_counts: { total: 200, completed: 200, failed: 0 } });
       const out = await fileLines(c.openai, done.output_file_id);
       expect(out.map((l) => l.custom_id).sort()).toEqual(ids(200));
