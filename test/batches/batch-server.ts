@@ -73,13 +73,13 @@ export async function uploadBatchFile(openai: OpenAI, lines: unknown[], name = "
 }
 
 /** Poll batches.retrieve until the batch is in one of `statuses`. */
-export async function waitForBatch(openai: OpenAI, id: string, statuses = ["completed", "failed", "expired", "cancelled"], timeoutMs = 60_000) {
+export async function waitForBatch(openai: OpenAI, id: string, statuses = ["completed", "failed", "expired", "cancelled"], timeoutMs = 60_000, pollMs = 50) {
   const until = performance.now() + timeoutMs;
   for (;;) {
     const b = await openai.batches.retrieve(id);
     if (statuses.includes(b.status)) return b;
     if (performance.now() > until) throw new Error(`batch ${id} still ${b.status} (${JSON.stringify(b.request_counts)})`);
-    await Bun.sleep(50);
+    await Bun.sleep(pollMs);
   }
 }
 
