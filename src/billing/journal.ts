@@ -4,7 +4,8 @@
  * database. A write() is in the page cache when it returns, so it survives kill -9 (not a power
  * loss: there is no fsync); measured cost in docs/billing-engine.md.
  *
- * Layout: <dataDir>/billing-journal/<boot id>/{meta.json, 000001.jsonl, …}. One directory per
+ * Layout: <dataDir>/billing-journal/<boot id>/{meta.json, 000001.jsonl, …}, one settlement a line (its
+ * batch entry, the JSON the batch statement reads; older versions wrote the Settlement object). One directory per
  * process incarnation; segments rotate at each flush so a landed segment is simply unlinked.
  * At boot, directories of dead processes on the same database are replayed (settlements are
  * idempotent by ref) and removed.
@@ -14,7 +15,7 @@
  */
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
-import type { Settlement } from "./settle-batch.ts";
+import { settlementOfEntry, type Settlement, type SettlementEntry } from "./settle-batch.ts";
 
 export interface JournalMeta {
   /** the lease owner of that incarnation ("<instance id>#<boot>") */
@@ -40,11 +41,15 @@ export class Journal {
     this.openNext();
   }
 
-  /** Append one settlement; returns the segment it is in (pass it to `landed`), 0 if it could not be written. */
-  append(s: Settlement): number {
+  /**
+   * Append one settlement, as its batch entry (settle-batch.ts's settlementEntry: the text the batch
+   * sends too) or, when it has none, as the Settlement's JSON; returns the segment it is in (pass it
+   * to `landed`), 0 if it could not be written.
+   */
+  append(s: Settlement | SettlementEntry): number {
     if (this.fd === null) return 0;
     try {
-      writeSync(this.fd, JSON.stringify(s) + "\n");
+      writeSync(this.fd, (typeof s === "string" ? s : JSON.stringify(s)) + "\n");
     } catch (e) {
       this.onError(e, "append");
       return 0;
@@ -155,7 +160,8 @@ export function claimOrphanJournals(root: string, database: string, alive: (pid:
       for (const line of readFileSync(join(claimed, f), "utf8").split("\n")) {
         if (!line) continue;
         try {
-          settlements.push(JSON.parse(line) as Settlement);
+          // a batch entry (short keys), or a Settlement's JSON (written by earlier versions)
+          settlements.push(line.startsWith('{"a":') ? settlementOfEntry(line) : (JSON.parse(line) as Settlement));
         } catch {
           // torn write at the moment of the kill
         }

@@ -21,7 +21,7 @@
  */
 import { sql } from "drizzle-orm";
 import { query, type Tx } from "../db/index.ts";
-import { insertUsageFrom, USAGE_JSON_COLUMNS, usageJson, type UsageFacts } from "../usage/record-usage.ts";
+import { insertUsageFrom, USAGE_JSON_COLUMNS, usageFromJson, usageJson, type UsageFacts } from "../usage/record-usage.ts";
 
 export interface Settlement {
   /** the exact hold or lease that reserved the credit (null: none, charge from available credit) */
@@ -74,11 +74,35 @@ export interface BatchResult {
   alerts: number;
 }
 
-export async function settleBatch(tx: Tx, settlements: Settlement[], beats: LeaseBeat[] = [], leaseTtlMs = 0): Promise<BatchResult> {
-  const entries = JSON.stringify(settlements.map((s, i) => {
-    if (!Number.isSafeInteger(s.actual) || s.actual < 0) throw new Error(`settlement of ${s.usage.ref}: actual must be a non-negative integer, got ${s.actual}`);
-    return { ...usageJson(s.usage), i, h: s.holdId, m: s.mode, x: s.actual, c: Math.max(0, Math.min(s.cover, s.actual)), why: s.reason };
-  }));
+/**
+ * A settlement as the batch statement reads it, JSON without its batch index: the usage row's short
+ * keys (usageJson) and the money's. Made once per settlement, when it is queued: the journal line is
+ * this text and the batch joins these texts, instead of a JSON.stringify of the settlement object for
+ * the journal and another for the batch (on the chat bench, 1.7 % + 0.6 % of the CPU profile).
+ */
+export type SettlementEntry = string;
+
+/** null when `actual` is not a non-negative safe integer: such a settlement fails in its batch, as a bug must. */
+export function settlementEntry(s: Settlement): SettlementEntry | null {
+  if (!Number.isSafeInteger(s.actual) || s.actual < 0) return null;
+  return JSON.stringify({ ...usageJson(s.usage), h: s.holdId, m: s.mode, x: s.actual, c: Math.max(0, Math.min(s.cover, s.actual)), why: s.reason });
+}
+
+/** The settlement of an entry (a journal line read back). Throws when it is not one. */
+export function settlementOfEntry(line: string): Settlement {
+  const j = JSON.parse(line);
+  if (typeof j !== "object" || j === null || typeof j.r !== "string" || typeof j.a !== "string" || typeof j.x !== "number") throw new Error("not a settlement entry");
+  return { holdId: j.h, mode: j.m, actual: j.x, cover: j.c, reason: j.why, usage: usageFromJson(j) };
+}
+
+/** `settlements`: each a Settlement, or its entry (settlementEntry) already made. */
+export async function settleBatch(tx: Tx, settlements: ReadonlyArray<Settlement | SettlementEntry>, beats: LeaseBeat[] = [], leaseTtlMs = 0): Promise<BatchResult> {
+  const parts = settlements.map((s, i) => {
+    const entry = typeof s === "string" ? s : settlementEntry(s);
+    if (entry === null) throw new Error(`settlement of ${(s as Settlement).usage.ref}: actual must be a non-negative integer, got ${(s as Settlement).actual}`);
+    return `{"i":${i},${entry.slice(1)}`;
+  });
+  const entries = `[${parts.join(",")}]`;
   const leases = JSON.stringify(beats.map((b) => ({ id: b.id, f: b.inFlight })));
   const rows = await query<{ t: "e" | "l" | "a"; id: string; n: number; s: number; v: number; o: boolean }>(tx, sql`
     WITH b AS (

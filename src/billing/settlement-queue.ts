@@ -20,7 +20,7 @@ import type { DbHealth } from "./db-health.ts";
 import type { Journal, OrphanJournal } from "./journal.ts";
 import type { LeaseMem } from "./lease-memory.ts";
 import { returnLease, leasesOf } from "./lease-statements.ts";
-import { settleBatch, type BatchResult, type Settlement } from "./settle-batch.ts";
+import { settleBatch, settlementEntry, type BatchResult, type Settlement, type SettlementEntry } from "./settle-batch.ts";
 
 /** settlements per statement: ~5 ms of Postgres work, beyond which one batch delays the next too long */
 export const MAX_BATCH = 500;
@@ -32,6 +32,8 @@ const STUCK_RETRY_MS = 30_000;
 
 export interface Queued {
   s: Settlement;
+  /** its batch entry, made once for the journal and the batch (null: `actual` is invalid, the batch will say so) */
+  entry: SettlementEntry | null;
   seq: number;
   seg: number;
   /** the lease whose `pending` holds `cover` until the batch lands */
@@ -108,8 +110,9 @@ export class SettlementQueue {
 
   /** Journal and queue one settlement (synchronous: it is in the journal when this returns). */
   push(settlement: Settlement, lease: LeaseMem | null): void {
-    const seg = this.journal ? this.journal.append(settlement) : 0;
-    this.queue.push({ s: settlement, seq: ++this.seq, seg, lease, at: performance.now() });
+    const entry = settlementEntry(settlement);
+    const seg = this.journal ? this.journal.append(entry ?? settlement) : 0;
+    this.queue.push({ s: settlement, entry, seq: ++this.seq, seg, lease, at: performance.now() });
     this.schedule(false);
   }
 
@@ -186,7 +189,7 @@ export class SettlementQueue {
     let res: BatchResult | null = null;
     try {
       this.journal?.rotate();
-      if (batch.length > 0 || beats.length > 0) res = await settleBatch(this.o.db, batch.map((q) => q.s), beats.map((b) => ({ id: b.lease.id, inFlight: b.inFlight })), this.o.config.leaseTtlMs);
+      if (batch.length > 0 || beats.length > 0) res = await settleBatch(this.o.db, batch.map((q) => q.entry ?? q.s), beats.map((b) => ({ id: b.lease.id, inFlight: b.inFlight })), this.o.config.leaseTtlMs);
     } catch (e) {
       return this.failed(batch, e);
     }

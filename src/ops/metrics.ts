@@ -7,10 +7,11 @@
  * Postgres, every instance reports the same, true value.
  */
 import { monitorEventLoopDelay } from "node:perf_hooks";
-import { Counter, Gauge, Histogram, Registry, type Metric } from "prom-client";
+import { Counter, Gauge, Registry, type Metric } from "prom-client";
 import type { Db } from "../db/index.ts";
 import type { LimiterHealth } from "../rate-limit/index.ts";
 import { openHolds, videoQueue } from "./db-gauges.ts";
+import { plainCounter, plainHistogram } from "./plain-metrics.ts";
 import { createRequestMetrics, histogramRows } from "./request-metrics.ts";
 import type { DeploymentStatus, LatencyHistogram } from "../plugin-sdk/index.ts";
 
@@ -27,11 +28,12 @@ export function createMetrics(limiterHealth: () => LimiterHealth) {
   const registers = [registry];
 
   const requests = createRequestMetrics(registry, LATENCY_BUCKETS);
-  const upstreamDuration = new Histogram({ name: "reelay_upstream_duration_seconds", help: "Plugin/upstream call latency", labelNames: ["plugin", "model", "outcome"], buckets: LATENCY_BUCKETS, registers });
-  const upstreamErrors = new Counter({ name: "reelay_upstream_errors_total", help: "Failed plugin/upstream calls", labelNames: ["plugin", "model", "kind"], registers });
-  const tokens = new Counter({ name: "reelay_tokens_total", help: "Tokens billed", labelNames: ["model", "kind", "type"], registers });
-  const credits = new Counter({ name: "reelay_credits_charged_micros_total", help: "Credits charged, micro-dollars", labelNames: ["model", "kind"], registers });
-  const videoSeconds = new Counter({ name: "reelay_video_seconds_total", help: "Seconds of video billed", labelNames: ["model"], registers });
+  // updated on every request: plain counts rendered at scrape time (plain-metrics.ts)
+  const upstreamDuration = plainHistogram(registry, "reelay_upstream_duration_seconds", "Plugin/upstream call latency", ["plugin", "model", "outcome"], LATENCY_BUCKETS);
+  const upstreamErrors = plainCounter(registry, "reelay_upstream_errors_total", "Failed plugin/upstream calls", ["plugin", "model", "kind"]);
+  const tokens = plainCounter(registry, "reelay_tokens_total", "Tokens billed", ["model", "kind", "type"]);
+  const credits = plainCounter(registry, "reelay_credits_charged_micros_total", "Credits charged, micro-dollars", ["model", "kind"]);
+  const videoSeconds = plainCounter(registry, "reelay_video_seconds_total", "Seconds of video billed", ["model"]);
   const videoTransitions = new Counter({ name: "reelay_video_job_transitions_total", help: "Video job state changes", labelNames: ["model", "from", "to"], registers });
   const rateLimitRejections = new Counter({ name: "reelay_rate_limit_rejections_total", help: "Requests refused with 429 by a rate limit", labelNames: ["limit", "scope"], registers });
 

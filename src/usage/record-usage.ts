@@ -25,6 +25,17 @@ export function usageJson(u: UsageFacts) {
   };
 }
 
+/** The usage row of a `usageJson` object (a journal line read back): usageJson(usageFromJson(j)) is j again. */
+export function usageFromJson(j: ReturnType<typeof usageJson>): UsageFacts {
+  return {
+    accountId: j.a, ref: j.r, keyId: j.k, kind: j.kind, model: j.model,
+    promptTokens: j.pt, cachedTokens: j.ca, cacheWriteTokens: j.cw, completionTokens: j.ct, deliveredTokens: j.dt, reportedTokens: j.rt,
+    tokenSource: j.ts, seconds: j.sec, status: j.st, disconnected: j.dc,
+    latencyMs: j.lat, plugin: j.pl, errorCode: j.ec, anomaly: j.an, route: j.ro, priceBasis: j.pb,
+    plan: j.pn, pricing: j.pr,
+  };
+}
+
 /** The record type of `usageJson` rows for json_to_recordset. */
 export const USAGE_JSON_COLUMNS = sql.raw(
   "a text, r text, k text, kind text, model text, pt int, ca int, cw int, ct int, dt int, rt int, ts text, sec int, st int, dc boolean, lat int, pl text, ec text, an text, ro text, pb text, pn text, pr text",
