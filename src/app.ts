@@ -36,6 +36,8 @@ import { videoRoutes } from "./modules/videos/index.ts";
 import { videoContentRoutes } from "./modules/videos/content.ts";
 import { videoEventRoutes } from "./modules/videos/events.ts";
 import { webhookRoutes } from "./modules/webhooks/index.ts";
+import { fileRoutes, isFileUpload } from "./modules/files/index.ts";
+import { batchRoutes } from "./modules/batches/index.ts";
 import { pluginHookRoutes } from "./modules/plugin-hooks/index.ts";
 import { webhookAdminRoutes } from "./modules/webhooks/admin-routes.ts";
 import { WEBHOOKS_OPENAPI } from "./modules/webhooks/model.ts";
@@ -55,6 +57,7 @@ export function createApp(deps: AppDeps) {
     .onRequest(({ request }) => {
       // declared too large: refused before a byte is read (chunked bodies are counted by jsonBody)
       const length = Number(request.headers.get("content-length") ?? 0);
+      if (isFileUpload(request)) return; // REELAY_FILES_MAX_BYTES, counted as the file arrives (modules/files)
       if (length > deps.config.maxBodyBytes) throw tooLarge(`Request body of ${length} bytes exceeds the limit of ${deps.config.maxBodyBytes} bytes.`);
     })
     .use(jsonBody({ maxBytes: deps.config.maxBodyBytes, expectsBody: (method, route) => bodySchema(method, route) !== undefined, takesForm: (method, route) => FORM_ROUTES.has(`${method} ${route}`) }))
@@ -100,6 +103,8 @@ export function createApp(deps: AppDeps) {
     .use(videoContentRoutes(deps))
     .use(videoEventRoutes(deps))
     .use(openAiVideoRoutes(deps))
+    .use(fileRoutes(deps))
+    .use(batchRoutes(deps))
     .use(webhookRoutes(deps))
     .use(webhookAdminRoutes(deps))
     .use(pluginHookRoutes(deps))

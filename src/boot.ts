@@ -28,6 +28,8 @@ import { videoBackgroundTasks } from "./modules/videos/index.ts";
 import { startupGate } from "./modules/health/startup-gate.ts";
 import { webhookBackgroundTasks } from "./modules/webhooks/index.ts";
 import { responsesBackgroundTasks } from "./modules/responses/index.ts";
+import { fileBackgroundTasks } from "./modules/files/index.ts";
+import { batchBackgroundTasks } from "./modules/batches/index.ts";
 import { createJobWatcher } from "./modules/videos/job-watcher.ts";
 import { createThumbnails } from "./modules/videos/thumbnails.ts";
 import { listen, type Listener } from "./listen.ts";
@@ -170,7 +172,7 @@ export async function startServer(config: Config, opts: { logger?: Logger; liste
   const tasks: BackgroundTask[] = [every(config.holdSweepIntervalMs, async () => {
     const n = await sweepExpiredHolds(deps.database.db);
     if (n) logger.warn({ released: n }, "released expired holds of requests that never finished");
-  }, (e) => logger.error({ err: e }, "hold sweeper failed")), ...videoBackgroundTasks(deps), ...webhookBackgroundTasks(deps), ...responsesBackgroundTasks(deps)];
+  }, (e) => logger.error({ err: e }, "hold sweeper failed")), ...videoBackgroundTasks(deps), ...webhookBackgroundTasks(deps), ...responsesBackgroundTasks(deps), ...fileBackgroundTasks(deps), ...batchBackgroundTasks(deps)];
   // budget thresholds reached → webhooks (at once when a batch reports some, and every poll)
   const alerts = budgetAlertTask(deps);
   deps.billing.onAlerts(alerts.kick);

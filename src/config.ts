@@ -107,6 +107,16 @@ export interface Config {
   streamPingMs: number;
   schedulerPollMs: number;
   schedulerLeaseMs: number;
+  /** POST /v1/files: the largest upload, counted as the bytes arrive (REELAY_FILES_MAX_BYTES) */
+  filesMaxBytes: number;
+  /** uploaded files are deleted this long after upload (REELAY_FILES_TTL_SECONDS); batch output files too */
+  filesTtlMs: number;
+  /** the percentage of a deployment's concurrency (and of the batch scheduler's slots) batch lines may use: live requests keep the rest */
+  batchShare: number;
+  /** batch lines run at once by one instance, over all batches, before the share applies (REELAY_BATCH_CONCURRENCY) */
+  batchConcurrency: number;
+  /** lines per claimed slice of a batch */
+  batchSliceLines: number;
   instanceId: string;
   shutdownGraceMs: number;
   /** on SIGTERM: how long /readyz says 503 while requests are still accepted, before the listener closes */
@@ -269,6 +279,11 @@ export function loadConfig(env: Env = process.env): Config {
     streamPingMs: int(env, "REELAY_STREAM_PING_MS", 10_000, 100, 600_000),
     schedulerPollMs: int(env, "REELAY_SCHEDULER_POLL_MS", 500, 10, 60_000),
     schedulerLeaseMs: int(env, "REELAY_SCHEDULER_LEASE_MS", 30_000, 1000, 3_600_000),
+    filesMaxBytes: int(env, "REELAY_FILES_MAX_BYTES", 200 * 1024 * 1024, 1),
+    filesTtlMs: int(env, "REELAY_FILES_TTL_SECONDS", 30 * 86_400, 1, 3650 * 86_400) * 1000,
+    batchShare: int(env, "REELAY_BATCH_SHARE", 50, 1, 100),
+    batchConcurrency: int(env, "REELAY_BATCH_CONCURRENCY", 16, 1, 4096),
+    batchSliceLines: int(env, "REELAY_BATCH_SLICE_LINES", 100, 1, 100_000),
     instanceId: str(env, "REELAY_INSTANCE_ID") ?? `${process.pid}-${crypto.randomUUID().slice(0, 8)}`,
     shutdownGraceMs: int(env, "REELAY_SHUTDOWN_GRACE_MS", 10_000, 0, 600_000),
     shutdownDrainDelayMs: int(env, "REELAY_SHUTDOWN_DRAIN_DELAY_MS", 0, 0, 600_000),

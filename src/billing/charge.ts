@@ -15,7 +15,7 @@ import type { Logger } from "../logger.ts";
 import type { Telemetry } from "../ops/hooks.ts";
 import type { ModelPricing } from "../plugin-sdk/index.ts";
 import type { UsageFacts } from "../usage/record-usage.ts";
-import type { Approval, CreditEngine } from "./engine.ts";
+import type { ApprovalRequest, CreditEngine } from "./engine.ts";
 import type { Settlement } from "./settle-batch.ts";
 import { applyPlan, pricingFacts, type PricePlan } from "./plans.ts";
 import { priceOf, type BillableUsage, type EffectivePricing } from "./price.ts";
@@ -59,12 +59,22 @@ export interface SettleOutcome extends OutcomeFacts {
   usage: BillableUsage;
 }
 
-type ChargeDeps = { billing: CreditEngine; telemetry: Telemetry; logger: Logger };
+/**
+ * What approves a charge and takes its settlement: the credit engine (a live request), or a batch
+ * line's own ledger (modules/batches/line-ledger.ts), which takes an exact hold and writes the
+ * settlement in the transaction of the line's output.
+ */
+export interface ChargeLedger<A = any> {
+  approve(req: ApprovalRequest): Promise<A>;
+  settle(approval: A, s: Omit<Settlement, "holdId" | "cover">): void;
+}
+
+type ChargeDeps = { billing: ChargeLedger; telemetry: Telemetry; logger: Logger };
 
 export class Charge {
   private closed = false;
 
-  constructor(private readonly deps: ChargeDeps, private current: ChargeSpec, private readonly approval: Approval) {}
+  constructor(private readonly deps: ChargeDeps, private current: ChargeSpec, private readonly approval: unknown) {}
 
   get spec(): ChargeSpec {
     return this.current;

@@ -18,12 +18,12 @@
 export { accountNotFound, adjust, clientBalance, getBalance, grant, leasedIdle, type Balance, type OperatorBalance } from "./credits.ts";
 export { hold, sweepExpiredHolds, type Hold } from "./exact-holds.ts";
 export { settleBatch, settleOne, type Settlement, type SettlementResult, type SingleSettlement } from "./settle-batch.ts";
-export { effectiveRate, effectiveSizeRates, priceOf, videoRate, worstPriceOf, type BillableUsage, type EffectivePricing } from "./price.ts";
-export { applyPlan, PlanBook, pricingFacts, type PricePlan } from "./plans.ts";
+export { DEFAULT_BATCH_PERCENT, effectiveRate, effectiveSizeRates, priceOf, videoRate, worstPriceOf, type BillableUsage, type EffectivePricing } from "./price.ts";
+export { applyPlan, batchPlan, PlanBook, pricingFacts, type PricePlan } from "./plans.ts";
 export { budgetViews, setBudgets, type BudgetSpec, type BudgetView } from "./budgets.ts";
 export { budgetExceeded, StaleBudgets } from "./budget-refusal.ts";
 export { CreditEngine, unavailable, type Approval } from "./engine.ts";
 export type { BillingConfig } from "../config.ts";
-export { Charge, openCharge, settlementOf, type ChargeSpec, type OutcomeFacts, type SettleOutcome } from "./charge.ts";
+export { Charge, openCharge, settlementOf, type ChargeLedger, type ChargeSpec, type OutcomeFacts, type SettleOutcome } from "./charge.ts";
 export { JobCharge, jobCharge, openJobCharge, type JobChargeSpec } from "./job-charge.ts";
 export { ABSURD_TOKENS, credibleCacheCounts, credibleCount, joinAnomalies, type CredibleCacheCounts, type CredibleCount } from "./usage-sanity.ts";

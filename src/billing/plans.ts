@@ -31,14 +31,22 @@ export interface PricePlan {
   models: Record<string, ModelPricing>;
   /** where it is defined: the models file (read-only) or the admin API */
   source: "file" | "api";
+  /** batch lines: every price is also taken at the model's batch percentage (price.ts) */
+  batch?: boolean;
+}
+
+/** The plan a batch line is priced on: the account's (or list prices), at each model's batch percentage. */
+export function batchPlan(plan: PricePlan | null | undefined): PricePlan {
+  return { ...(plan ?? { id: "", name: null, adjustmentBp: 0, models: {}, source: "file" as const }), batch: true };
 }
 
 /** The prices of `model` under `plan` (list prices when there is none). */
 export function applyPlan(plan: PricePlan | null | undefined, modelId: string, base: ModelPricing): EffectivePricing {
   if (!plan) return base;
+  if (plan.batch && !plan.id) return { ...base, batch: true };
   const over = plan.models[modelId];
   const overridden = over ? (Object.keys(over) as Array<keyof ModelPricing>) : [];
-  return { ...base, ...over, plan: plan.id, ...(plan.adjustmentBp ? { adjustmentBp: plan.adjustmentBp } : {}), ...(overridden.length ? { overridden } : {}) };
+  return { ...base, ...over, plan: plan.id, ...(plan.adjustmentBp ? { adjustmentBp: plan.adjustmentBp } : {}), ...(overridden.length ? { overridden } : {}), ...(plan.batch ? { batch: true } : {}) };
 }
 
 /** The plan and rates a usage row records (JSON), or nulls for list prices. */

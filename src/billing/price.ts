@@ -22,7 +22,12 @@ export interface EffectivePricing extends ModelPricing {
   adjustmentBp?: number;
   /** the prices the plan overrides for this model: taken as they are, not adjusted */
   overridden?: Array<keyof ModelPricing>;
+  /** a batch line: the price is `batchPercent` % (default DEFAULT_BATCH_PERCENT) of the (plan's) price */
+  batch?: boolean;
 }
+
+/** a batch line costs this percentage of the live price unless the model's pricing says otherwise */
+export const DEFAULT_BATCH_PERCENT = 50;
 
 /**
  * The per-second price of a video at `size`: `perSecondBySize[size]` when the model prices that
@@ -53,7 +58,7 @@ export function priceOf(pricing: EffectivePricing, u: BillableUsage): number {
   const cached = u.cachedTokens ?? 0;
   const written = u.cacheWriteTokens ?? 0;
   const fresh = (u.promptTokens ?? 0) - cached - written;
-  if (!pricing.adjustmentBp) {
+  if (!pricing.adjustmentBp && !pricing.batch) {
     // list prices (or a plan that only overrides): the formula as it always was
     const tokens = fresh * input
       + cached * (pricing.cachedInputPerMillion ?? input)
@@ -63,7 +68,7 @@ export function priceOf(pricing: EffectivePricing, u: BillableUsage): number {
   }
   // Exact in integers: Σ units × rate × (10,000 + adjustment, or 10,000 for an overridden price)
   // over 10^6 × 10^4. Token counts up to 2^31 times rates up to 2^53 pass 2^53, hence BigInt.
-  const adjusted = WHOLE_BP + BigInt(Math.round(pricing.adjustmentBp));
+  const adjusted = WHOLE_BP + BigInt(Math.round(pricing.adjustmentBp ?? 0));
   const factor = (key: keyof ModelPricing) => (pricing.overridden?.includes(key) ? WHOLE_BP : adjusted);
   const part = (units: number | undefined, rate: number | undefined, key: keyof ModelPricing, scale: bigint) => (units && rate ? BigInt(units) * BigInt(rate) * factor(key) * scale : 0n);
   // a cache price the model lacks is its input price, adjusted (or not) like it
@@ -74,8 +79,10 @@ export function priceOf(pricing: EffectivePricing, u: BillableUsage): number {
     part(written, pricing.cacheWritePerMillion ?? input, cacheKey("cacheWritePerMillion"), 1n) +
     part(u.completionTokens, pricing.outputPerMillion, "outputPerMillion", 1n) +
     part(u.seconds, video.perSecond, video.key, MILLION);
-  const d = MILLION * WHOLE_BP;
-  return Number((n + d - 1n) / d);
+  // a batch line: × percent / 100 in the same exact sum, one rounding (up) at the end
+  const percent = pricing.batch ? BigInt(pricing.batchPercent ?? DEFAULT_BATCH_PERCENT) : 100n;
+  const d = MILLION * WHOLE_BP * 100n;
+  return Number((n * percent + d - 1n) / d);
 }
 
 /**

@@ -32,6 +32,8 @@ import m0012 from "../../drizzle/0012_trace_context.sql" with { type: "text" };
 import m0013 from "../../drizzle/0013_operators_and_audit_log.sql" with { type: "text" };
 // @ts-ignore: text import
 import m0014 from "../../drizzle/0014_holds_hot_heartbeats.sql" with { type: "text" };
+// @ts-ignore: text import
+import m0015 from "../../drizzle/0015_files_and_batches.sql" with { type: "text" };
 
 export const MIGRATIONS: Array<{ name: string; sql: string }> = [
   { name: "0000_init", sql: m0000 as unknown as string },
@@ -49,6 +51,7 @@ export const MIGRATIONS: Array<{ name: string; sql: string }> = [
   { name: "0012_trace_context", sql: m0012 as unknown as string },
   { name: "0013_operators_and_audit_log", sql: m0013 as unknown as string },
   { name: "0014_holds_hot_heartbeats", sql: m0014 as unknown as string },
+  { name: "0015_files_and_batches", sql: m0015 as unknown as string },
 ];
 
 export function splitStatements(sqlText: string): string[] {

@@ -177,9 +177,10 @@ describe("what is not JSON", () => {
     expect(Object.keys(op.responses[404].content)).toEqual(["application/json"]);
   });
 
-  test("`webhooks` lists the four job events and the budget event, each a signed POST of the event payload", () => {
+  test("`webhooks` lists the four job events, the budget event and the four batch events, each a signed POST of the event payload", () => {
     const types = ["video.generation.completed", "video.generation.failed", "video.generation.cancelled", "video.generation.processing"];
-    expect(Object.keys(spec.webhooks).sort()).toEqual([...types, "budget.threshold_reached"].sort());
+    const batches = ["batch.completed", "batch.failed", "batch.expired", "batch.cancelled"];
+    expect(Object.keys(spec.webhooks).sort()).toEqual([...types, "budget.threshold_reached", ...batches].sort());
     const budget = spec.webhooks["budget.threshold_reached"].post;
     expect(budget.parameters.map((p: any) => p.name)).toEqual(["webhook-id", "webhook-timestamp", "webhook-signature"]);
     expect(budget.requestBody.content["application/json"].schema.properties.data.required).toEqual(expect.arrayContaining(["window_id", "threshold", "limit", "spent", "resets_at"]));
@@ -191,6 +192,10 @@ describe("what is not JSON", () => {
       expect(schema.properties.type.enum ?? schema.properties.type.anyOf?.map((x: any) => x.const)).toContain(type);
       expect(schema.properties.data.required).toEqual(expect.arrayContaining(["id", "object", "status", "model", "urls"]));
       expect(Object.keys(schema.properties.data.properties.urls.properties)).toEqual(["poll", "events", "content"]);
+    }
+    for (const type of batches) {
+      const schema = spec.webhooks[type].post.requestBody.content["application/json"].schema;
+      expect(schema.properties.data.required).toEqual(expect.arrayContaining(["id", "object", "status", "request_counts", "output_file_id", "error_file_id"]));
     }
   });
 });

@@ -99,6 +99,8 @@ describe("the docs say how each block is checked", () => {
     expect(startCommand).toBe("REELAY_ADMIN_TOKEN=change-me-to-a-long-secret npm start");
     expect(readmeBlocks.map((b) => (b.marker?.kind === "file" ? `file ${b.marker.name}` : b.marker?.kind))).toEqual([
       "starts the server", "server running", "server running", "server running", "server running", "file tour.ts", "server running",
+      // Batches: curl, then the SDK example written and run
+      "server running", "file batch.ts", "server running",
     ]);
     expect(byKind("server stopped").map(where)).toEqual([expect.stringMatching(/^docs\/operations\.md:/)]);
   });
@@ -193,7 +195,13 @@ test("the tour and the docs' examples run as written against `npm start`, then t
   expect(Number(printed![3])).toBeGreaterThan(0);
   expect(Number(printed![3])).toBeLessThanOrEqual(40);
   const usage = (await (await fetch(`http://127.0.0.1:${port}/v1/usage`, { headers: { authorization: `Bearer ${key}` } })).json()) as { data: any[] };
-  expect(usage.data[0]).toMatchObject({ kind: "chat", model: "stories260k", route: "/v1/chat/completions", prompt_tokens: Number(printed![2]), completion_tokens: Number(printed![3]), token_source: "local", status: 200 });
+  // the newest row of a live route (the Batches section, after the tour, adds rows of route "batch")
+  expect(usage.data.find((r) => r.route !== "batch")).toMatchObject({ kind: "chat", model: "stories260k", route: "/v1/chat/completions", prompt_tokens: Number(printed![2]), completion_tokens: Number(printed![3]), token_source: "local", status: 200 });
+  // the Batches section: its curl batch and its SDK batch, three embeddings lines each over use-lite, every custom_id in the output
+  expect(walk.out).toMatch(/^\{"status":"completed","request_counts":\{"total":3,"completed":3,"failed":0\}\}$/m);
+  for (const q of ["q1", "q2", "q3"]) expect(walk.out).toMatch(new RegExp(`^\\{"custom_id":"${q}","status":200,"tokens":\\d+\\}$`, "m"));
+  expect(walk.out).toContain(`completed {"total":3,"completed":3,"failed":0}`);
+  expect(usage.data.filter((r) => r.route === "batch" && r.kind === "embeddings" && r.status === 200)).toHaveLength(6);
   // every row carries the route its client called, the video job's too
   expect(usage.data.filter((r) => !r.route).map((r) => r.kind)).toEqual([]);
   expect(usage.data.find((r) => r.kind === "video")).toMatchObject({ route: "/v1/videos/generations", seconds: 5 });

@@ -61,11 +61,11 @@ export interface TestServer extends Running {
 }
 
 /** Start the real server on a random port against a fresh Postgres database (or PGlite if `pglite`). */
-export async function startTestServer(env: Record<string, string | undefined> = {}, opts: { pglite?: boolean; logger?: Logger } = {}): Promise<TestServer> {
+export async function startTestServer(env: Record<string, string | undefined> = {}, opts: { pglite?: boolean; logger?: Logger; clock?: () => number } = {}): Promise<TestServer> {
   const databaseUrl = opts.pglite ? null : await createTestDatabase();
   const dataDir = opts.pglite ? `/tmp/reelay-test-pglite-${Date.now()}-${Math.random().toString(36).slice(2)}` : undefined;
   const config = testConfig({ DATABASE_URL: databaseUrl ?? undefined, REELAY_DATA_DIR: dataDir, ...env });
-  const running = await startServer(config, { logger: opts.logger ?? createLogger(config) });
+  const running = await startServer(config, { logger: opts.logger ?? createLogger(config), clock: opts.clock });
   const url = running.url!.replace("0.0.0.0", "127.0.0.1");
   const admin = (path: string, init: { method?: string; body?: unknown } = {}) =>
     fetch(url + path, {

@@ -31,6 +31,8 @@ export interface ModelPricing {
    * size (after SDK 1.1.0). Every size the model takes needs a price here or a `perSecond`.
    */
   perSecondBySize?: Record<string, number>;
+  /** batch lines (POST /v1/batches) cost this percentage of every price above (default 50) */
+  batchPercent?: number;
 }
 
 /** A model a plugin declares by itself (served without any config entry). */

@@ -10,7 +10,7 @@ export function isVideoSize(v: unknown): v is string {
   return !!m && [m[1], m[2]].every((n) => Number(n) >= 16 && Number(n) <= 4096 && Number(n) % 2 === 0);
 }
 
-const PRICE_KEYS = ["inputPerMillion", "outputPerMillion", "cachedInputPerMillion", "cacheWritePerMillion", "perSecond", "perSecondBySize"] as const;
+const PRICE_KEYS = ["inputPerMillion", "outputPerMillion", "cachedInputPerMillion", "cacheWritePerMillion", "perSecond", "perSecondBySize", "batchPercent"] as const;
 
 /** A model's prices as the host accepts them (models file, plugin declarations): each problem names its key under `at`. */
 export function problemsWithPricing(pricing: unknown, at = "pricing"): string[] {
@@ -25,6 +25,8 @@ export function problemsWithPricing(pricing: unknown, at = "pricing"): string[] 
         if (!isVideoSize(size)) problems.push(`${at}.perSecondBySize.${size}: not a size like "1280x720" (even numbers from 16 to 4096)`);
         else if (!price(p)) problems.push(`${at}.perSecondBySize.${size}: must be a non-negative integer (micro-dollars)`);
       }
+    } else if (k === "batchPercent") {
+      if (!Number.isSafeInteger(v) || (v as number) < 0 || (v as number) > 100) problems.push(`${at}.batchPercent: must be an integer percentage from 0 to 100 (of the live price, for batch lines)`);
     } else if (!price(v)) problems.push(`${at}.${k}: must be a non-negative integer (micro-dollars)`);
   }
   return problems;

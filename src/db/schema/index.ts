@@ -9,3 +9,5 @@ export * from "./responses.ts";
 export * from "./blobs.ts";
 export * from "./budgets.ts";
 export * from "./operators.ts";
+export * from "./files.ts";
+export * from "./batches.ts";

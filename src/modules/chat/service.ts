@@ -8,7 +8,7 @@
  * finishAnswer / failChat, relayStream with its RelayFormat. One copy of the money and the logs.
  */
 import type { Principal } from "../../auth/authenticate-key.ts";
-import { ABSURD_TOKENS, applyPlan, openCharge, worstPriceOf, type Charge } from "../../billing/index.ts";
+import { ABSURD_TOKENS, applyPlan, batchPlan, openCharge, worstPriceOf, type Charge, type ChargeLedger } from "../../billing/index.ts";
 import type { AppDeps } from "../../deps.ts";
 import { fallbackModels, resolveModel } from "../../registry/resolve-model.ts";
 import type { RequestFacts, RequestTrace } from "../../ops/hooks.ts";
@@ -55,6 +55,14 @@ export interface PipelineCall {
   operation?: string;
   /** the request's trace (undefined: tracing off, or not sampled): spans for the charge, the attempts and the settlement */
   trace?: RequestTrace;
+  /** a batch line (modules/batches): priced at the batch price, approved and settled by the line's ledger, outside the key's live token budget */
+  batch?: BatchLineCall;
+}
+
+/** What makes a pipeline call a batch line. */
+export interface BatchLineCall {
+  /** takes an exact hold for the line, and its settlement for the transaction that writes the line's output */
+  ledger: ChargeLedger;
 }
 
 /** What the chat controller hands the service. */
@@ -175,7 +183,8 @@ export async function prepareRequest<B>(deps: AppDeps, call: PipelineCall, model
   const choices = view.choices;
   call.note({ model: model.id });
   // the account's prices (its price plan, or the list prices)
-  const plan = deps.billing.plans.get(call.principal.planId);
+  const accountPlan = deps.billing.plans.get(call.principal.planId);
+  const plan = call.batch ? batchPlan(accountPlan) : accountPlan;
   // the hold covers the dearest candidate: whichever serves, its exact price fits in it
   let worst = { cost: -1, output: 0, model };
   let maxOutput = 0;
@@ -190,12 +199,13 @@ export async function prepareRequest<B>(deps: AppDeps, call: PipelineCall, model
     if (cost > worst.cost || (cost === worst.cost && output.maxOutput > worst.output)) worst = { cost, output: output.maxOutput, model: m };
     candidates.push({ model: m, chat: m.instance.chat!, forwarded: output.forwarded as B, allowed: chatAllowance(view.mediaParts, m, promptEstimate, output, choices) });
   }
-  const headers = await deps.tokenBudget.consume(call.principal, promptEstimate + maxOutput * choices);
+  // batch lines run on the batch scheduler's share of capacity, not on the key's live token budget
+  const headers = call.batch ? {} : await deps.tokenBudget.consume(call.principal, promptEstimate + maxOutput * choices);
   const dearest = worst.model === model ? "" : ` (at the prices of fallback ${worst.model.id})`;
   const trace = call.trace;
   if (trace) traceRequest(trace, call, model, view);
   const holding = trace?.child("reelay.charge", { [REELAY.holdMicros]: worst.cost, [GEN_AI.requestModel]: model.id });
-  const charge = await openCharge(deps, {
+  const charge = await openCharge(call.batch ? { ...deps, billing: call.batch.ledger } : deps, {
     accountId: call.principal.accountId, keyId: call.principal.keyId, ref: call.requestId, kind: "chat", route: call.route ?? "/v1/chat/completions",
     model: model.id, plugin: model.plugin, pricing: applyPlan(plan, model.id, model.pricing), plan, worstCase: worst.cost, startedAt: call.startedAt,
     reason: `chat ${model.id}: hold for ${promptEstimate} prompt + ${worst.output * choices} output tokens${dearest}`,

@@ -13,7 +13,7 @@ import type { RequestFacts, RequestTrace } from "../../ops/hooks.ts";
 import { completeViaChat, type BilledChat } from "../chat-bridge/complete.ts";
 import { streamViaChat, type ChatStreamRewriter, type StreamError } from "../chat-bridge/stream.ts";
 import type { ChatCompletionRequest } from "../chat/model.ts";
-import type { ChatCall } from "../chat/service.ts";
+import type { BatchLineCall, ChatCall } from "../chat/service.ts";
 import { DEFAULT_MAX_TOKENS, type CompletionRequest } from "./model.ts";
 
 export const ROUTE = "/v1/completions";
@@ -30,6 +30,8 @@ export interface CompletionCall {
   note(facts: RequestFacts): void;
   /** the request's trace (deps.tracing.of; undefined when tracing is off) */
   trace?: RequestTrace;
+  /** a batch line (modules/batches): billed at the batch price through its own ledger, usage rows on route "batch" */
+  batch?: BatchLineCall;
 }
 
 const unsupported = (message: string, param: string) => badRequest(message, param, "unsupported_parameter");
@@ -66,7 +68,7 @@ export async function createCompletion(deps: AppDeps, call: CompletionCall): Pro
   const head = { id, object: "text_completion" as const, created, model: b.model };
   const chatCall = (prompt: string, i: number): ChatCall => ({
     principal: call.principal, body: chatBody(b, prompt) as ChatCompletionRequest, requestId: i === 0 ? call.requestId : `${call.requestId}.${i}`,
-    signal: call.signal, startedAt: call.startedAt, route: ROUTE, trace: call.trace, operation: "text_completion",
+    signal: call.signal, startedAt: call.startedAt, route: call.batch ? "batch" : ROUTE, batch: call.batch, trace: call.trace, operation: "text_completion",
     // a prompt array has one settlement per prompt: the request log gets their sum below
     note: (facts) => (prompts.length === 1 ? call.note(facts) : facts.model ? call.note({ model: facts.model }) : undefined),
   });

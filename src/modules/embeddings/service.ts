@@ -3,7 +3,7 @@
  * plugin → charge settled on credible usage (or released on failure), with its usage row.
  */
 import type { Principal } from "../../auth/authenticate-key.ts";
-import { applyPlan, credibleCount, openCharge, priceOf, type Charge } from "../../billing/index.ts";
+import { applyPlan, batchPlan, credibleCount, openCharge, priceOf, type Charge, type ChargeLedger } from "../../billing/index.ts";
 import type { AppDeps } from "../../deps.ts";
 import { ApiError, badRequest } from "../../errors.ts";
 import { clientErrorFrom, pluginErrorKind } from "../../http/plugin-errors.ts";
@@ -34,7 +34,7 @@ export async function createEmbeddings(
   deps: AppDeps,
   principal: Principal,
   body: EmbeddingsBody,
-  opts: { ref: string; signal: AbortSignal; note?: (facts: RequestFacts) => void },
+  opts: { ref: string; signal: AbortSignal; note?: (facts: RequestFacts) => void; route?: string; batch?: { ledger: ChargeLedger } },
 ): Promise<EmbeddingsOutcome> {
   let model = resolveModel(deps, principal, body.model, "embeddings");
   let cap = model.instance.embeddings!;
@@ -51,14 +51,16 @@ export async function createEmbeddings(
 
   await model.ready(opts.signal);
   const estimate = (await countInputTokens(cap, input, limits)).reduce((n, c) => n + c, 0);
-  const headers = await deps.tokenBudget.consume(principal, estimate);
+  // batch lines run on the batch scheduler's share of capacity, not on the key's live token budget
+  const headers = opts.batch ? {} : await deps.tokenBudget.consume(principal, estimate);
   const started = performance.now();
   // fallbacks that can take this request as sent; the hold covers the dearest of them
   const fallbacks = fallbackModels(deps, principal, model, "embeddings").filter((m) => body.dimensions === undefined || m.instance.embeddings!.supportsDimensions);
-  const plan = deps.billing.plans.get(principal.planId);
+  const accountPlan = deps.billing.plans.get(principal.planId);
+  const plan = opts.batch ? batchPlan(accountPlan) : accountPlan;
   const worstCase = Math.max(...[model, ...fallbacks].map((m) => priceOf(applyPlan(plan, m.id, m.pricing), { promptTokens: estimate })));
-  const charge = await openCharge(deps, {
-    accountId: principal.accountId, keyId: principal.keyId, ref: opts.ref, kind: "embeddings", route: "/v1/embeddings", model: model.id, plugin: model.plugin,
+  const charge = await openCharge(opts.batch ? { ...deps, billing: opts.batch.ledger } : deps, {
+    accountId: principal.accountId, keyId: principal.keyId, ref: opts.ref, kind: "embeddings", route: opts.route ?? "/v1/embeddings", model: model.id, plugin: model.plugin,
     pricing: applyPlan(plan, model.id, model.pricing), plan, worstCase, reason: `embeddings ${model.id}: hold for ${estimate} tokens`, startedAt: started,
   });
 

@@ -12,7 +12,7 @@ import { badRequest, forbidden, notFound } from "../../errors.ts";
 import type { RequestFacts, RequestTrace } from "../../ops/hooks.ts";
 import { completeViaChat } from "../chat-bridge/complete.ts";
 import { streamViaChat } from "../chat-bridge/stream.ts";
-import type { ChatCall } from "../chat/service.ts";
+import type { BatchLineCall, ChatCall } from "../chat/service.ts";
 import type { ChatCompletionRequest } from "../chat/model.ts";
 import { itemId, newResponseId, responseIdOfItem } from "./ids.ts";
 import { normalizeInput, type InputItem } from "./input-items.ts";
@@ -35,6 +35,8 @@ export interface ResponsesCall {
   note(facts: RequestFacts): void;
   /** the request's trace (deps.tracing.of; undefined when tracing is off) */
   trace?: RequestTrace;
+  /** a batch line (modules/batches): billed at the batch price through its own ledger, usage rows on route "batch" */
+  batch?: BatchLineCall;
   /** seals and opens reasoning for `include: ["reasoning.encrypted_content"]` */
   seal: ReasoningSeal;
 }
@@ -84,7 +86,7 @@ export async function createResponse(deps: AppDeps, call: ResponsesCall): Promis
   };
 
   const chatCall: ChatCall = {
-    principal, body: chatBody as ChatCompletionRequest, requestId: call.requestId, signal: call.signal, startedAt: call.startedAt, note: call.note, route: ROUTE, trace: call.trace,
+    principal, body: chatBody as ChatCompletionRequest, requestId: call.requestId, signal: call.signal, startedAt: call.startedAt, note: call.note, route: call.batch ? "batch" : ROUTE, batch: call.batch, trace: call.trace,
   };
   try {
     if (body.stream === true) {

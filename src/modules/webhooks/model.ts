@@ -1,11 +1,16 @@
 /** Request and response schemas of the webhook routes, and the event types. */
 import { t } from "elysia";
+import { BatchObject } from "../batches/model.ts";
 
 /**
  * Final events are always available; `.processing` (the provider accepted the job) is opt-in, and
- * so is `budget.threshold_reached` (a budget window's spending reached one of its thresholds).
+ * so is `budget.threshold_reached` (a budget window's spending reached one of its thresholds), and so
+ * are the `batch.*` events (a batch reached a final status: modules/batches/events.ts).
  */
-export const EVENT_TYPES = ["video.generation.completed", "video.generation.failed", "video.generation.cancelled", "video.generation.processing", "budget.threshold_reached"] as const;
+export const EVENT_TYPES = [
+  "video.generation.completed", "video.generation.failed", "video.generation.cancelled", "video.generation.processing", "budget.threshold_reached",
+  "batch.completed", "batch.failed", "batch.expired", "batch.cancelled",
+] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 /** a job's own webhook_url gets these; endpoints get them unless they choose */
 export const FINAL_EVENTS: readonly EventType[] = ["video.generation.completed", "video.generation.failed", "video.generation.cancelled"];
@@ -180,6 +185,13 @@ export const BudgetEventPayload = t.Object(
   },
 );
 
+/** `batch.completed` / `.failed` / `.expired` / `.cancelled`: a batch reached a final status; `data` is the batch object. */
+export const BatchEventPayload = t.Object({
+  type: t.UnionEnum(["batch.completed", "batch.failed", "batch.expired", "batch.cancelled"]),
+  timestamp: t.String({ description: "when the event was queued (ISO 8601)" }),
+  data: BatchObject,
+});
+
 const signatureHeaders = [
   { name: "webhook-id", in: "header" as const, required: true, description: "the delivery's id (msg_…): the same on every retry and replay; deduplicate on it", schema: { type: "string" } },
   { name: "webhook-timestamp", in: "header" as const, required: true, description: "unix seconds of this attempt; refuse values more than 5 minutes away from your clock", schema: { type: "string" } },
@@ -190,11 +202,11 @@ const signatureHeaders = [
 export const WEBHOOKS_OPENAPI = Object.fromEntries(
   EVENT_TYPES.map((type) => [type, {
     post: {
-      summary: `${type}${type.endsWith(".processing") ? " (opt-in: the provider accepted the job)" : type.startsWith("budget.") ? " (opt-in: a budget window reached a threshold)" : ""}`,
+      summary: `${type}${type.endsWith(".processing") ? " (opt-in: the provider accepted the job)" : type.startsWith("budget.") ? " (opt-in: a budget window reached a threshold)" : type.startsWith("batch.") ? " (opt-in: a batch reached a final status)" : ""}`,
       description: "Signed per Standard Webhooks. Answer 2xx within REELAY_WEBHOOK_TIMEOUT_MS (10 s) to acknowledge; 410 disables the endpoint; anything else is retried with exponential backoff for up to 24 h.",
       tags: ["webhooks"],
       parameters: signatureHeaders,
-      requestBody: { required: true, content: { "application/json": { schema: type.startsWith("budget.") ? BudgetEventPayload : EventPayload } } },
+      requestBody: { required: true, content: { "application/json": { schema: type.startsWith("budget.") ? BudgetEventPayload : type.startsWith("batch.") ? BatchEventPayload : EventPayload } } },
       responses: { 200: { description: "delivered (any 2xx)" }, 410: { description: "stop: the endpoint is disabled" } },
     },
   }]),

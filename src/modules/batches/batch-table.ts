@@ -1,0 +1,263 @@
+/**
+ * The batches, batch_lines and batch_slices tables: one exported function per statement.
+ *
+ * Claims follow the video jobs' (videos/job-table/claim-due-jobs.ts): ONE statement, the inner
+ * SELECT … FOR UPDATE SKIP LOCKED picks rows no other transaction is claiming, the outer UPDATE
+ * stamps our lease; a lease that ran out (a dead or stalled instance) makes the row claimable again.
+ */
+import { sql } from "drizzle-orm";
+import { query, type Tx } from "../../db/index.ts";
+import type { BatchStatus } from "./model.ts";
+
+export interface BatchRow {
+  id: string;
+  accountId: string;
+  keyId: string | null;
+  principal: Record<string, unknown>;
+  endpoint: string;
+  inputFileId: string;
+  completionWindow: string;
+  metadata: Record<string, string> | null;
+  status: BatchStatus;
+  errors: Array<{ code: string; message: string; param: string | null; line: number | null }> | null;
+  outputFileId: string | null;
+  errorFileId: string | null;
+  total: number;
+  completed: number;
+  failed: number;
+  createdAt: Date;
+  inProgressAt: Date | null;
+  expiresAt: Date;
+  finalizingAt: Date | null;
+  completedAt: Date | null;
+  failedAt: Date | null;
+  expiredAt: Date | null;
+  cancellingAt: Date | null;
+  cancelledAt: Date | null;
+}
+
+const COLUMNS = sql`id, account_id, key_id, principal, endpoint, input_file_id, completion_window, metadata, status, errors, output_file_id, error_file_id,
+  total, completed, failed, created_at, in_progress_at, expires_at, finalizing_at, completed_at, failed_at, expired_at, cancelling_at, cancelled_at`;
+
+const json = (v: unknown) => (typeof v === "string" ? JSON.parse(v) : v);
+const time = (v: unknown) => (v === null || v === undefined ? null : new Date(v as string));
+
+function readRow(r: Record<string, unknown>): BatchRow {
+  return {
+    id: String(r.id), accountId: String(r.account_id), keyId: (r.key_id as string | null) ?? null, principal: json(r.principal), endpoint: String(r.endpoint),
+    inputFileId: String(r.input_file_id), completionWindow: String(r.completion_window), metadata: json(r.metadata) ?? null, status: r.status as BatchStatus,
+    errors: json(r.errors) ?? null, outputFileId: (r.output_file_id as string | null) ?? null, errorFileId: (r.error_file_id as string | null) ?? null,
+    total: Number(r.total), completed: Number(r.completed), failed: Number(r.failed), createdAt: new Date(r.created_at as string),
+    inProgressAt: time(r.in_progress_at), expiresAt: new Date(r.expires_at as string), finalizingAt: time(r.finalizing_at), completedAt: time(r.completed_at),
+    failedAt: time(r.failed_at), expiredAt: time(r.expired_at), cancellingAt: time(r.cancelling_at), cancelledAt: time(r.cancelled_at),
+  };
+}
+
+export async function insertBatch(tx: Tx, b: { id: string; accountId: string; keyId: string | null; principal: object; endpoint: string; inputFileId: string; completionWindow: string; metadata: object | null; windowMs: number }): Promise<BatchRow> {
+  const [row] = await query(tx, sql`
+    INSERT INTO batches (id, account_id, key_id, principal, endpoint, input_file_id, completion_window, metadata, status, expires_at)
+    VALUES (${b.id}, ${b.accountId}, ${b.keyId}, ${JSON.stringify(b.principal)}::jsonb, ${b.endpoint}, ${b.inputFileId}, ${b.completionWindow},
+      ${b.metadata ? JSON.stringify(b.metadata) : null}::jsonb, 'validating', now() + ${b.windowMs} * interval '1 millisecond')
+    RETURNING ${COLUMNS}`);
+  return readRow(row!);
+}
+
+export async function findBatch(tx: Tx, id: string, accountId: string | null): Promise<BatchRow | null> {
+  const [row] = await query(tx, sql`SELECT ${COLUMNS} FROM batches WHERE id = ${id} ${accountId ? sql`AND account_id = ${accountId}` : sql``}`);
+  return row ? readRow(row) : null;
+}
+
+/** Newest first, after the batch `after`. */
+export async function listBatches(tx: Tx, f: { accountId: string | null; after?: string; limit: number }): Promise<BatchRow[]> {
+  const rows = await query(tx, sql`
+    SELECT ${COLUMNS} FROM batches
+    WHERE TRUE ${f.accountId ? sql`AND account_id = ${f.accountId}` : sql``}
+      ${f.after ? sql`AND (created_at, id) < (SELECT created_at, id FROM batches WHERE id = ${f.after})` : sql``}
+    ORDER BY created_at DESC, id DESC
+    LIMIT ${f.limit}`);
+  return rows.map(readRow);
+}
+
+/** Lines that ran so far, for a batch still running (a final one has its counts in its row). */
+export async function lineCounts(tx: Tx, batchId: string): Promise<{ completed: number; failed: number }> {
+  const [r] = await query<{ completed: number; failed: number }>(tx, sql`
+    SELECT count(*) FILTER (WHERE ok)::int AS completed, count(*) FILTER (WHERE NOT ok)::int AS failed FROM batch_lines WHERE batch_id = ${batchId}`);
+  return { completed: Number(r?.completed ?? 0), failed: Number(r?.failed ?? 0) };
+}
+
+/** validating / in_progress → cancelling; the batch as it is now (null: not the account's). */
+export async function requestCancel(tx: Tx, id: string, accountId: string): Promise<BatchRow | null> {
+  await query(tx, sql`UPDATE batches SET status = 'cancelling', cancelling_at = now() WHERE id = ${id} AND account_id = ${accountId} AND status IN ('validating', 'in_progress')`);
+  return findBatch(tx, id, accountId);
+}
+
+/** A batch to validate (status validating), leased to `owner`. */
+export async function claimBatchToValidate(tx: Tx, owner: string, leaseMs: number): Promise<BatchRow | null> {
+  const [row] = await query(tx, sql`
+    UPDATE batches SET lease_owner = ${owner}, lease_expires_at = now() + ${leaseMs} * interval '1 millisecond'
+    WHERE id = (
+      SELECT id FROM batches WHERE status = 'validating' AND (lease_expires_at IS NULL OR lease_expires_at < now())
+      ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
+    RETURNING ${COLUMNS}`);
+  return row ? readRow(row) : null;
+}
+
+/**
+ * A batch ready for its files, leased to `owner`: every slice done, or cancelling with no slice
+ * leased (live) any more, or already finalizing (an instance died writing its files).
+ */
+export async function claimBatchToFinalize(tx: Tx, owner: string, leaseMs: number): Promise<BatchRow | null> {
+  const [row] = await query(tx, sql`
+    UPDATE batches SET lease_owner = ${owner}, lease_expires_at = now() + ${leaseMs} * interval '1 millisecond',
+      status = CASE WHEN status = 'in_progress' THEN 'finalizing' ELSE status END,
+      finalizing_at = CASE WHEN status = 'in_progress' THEN now() ELSE finalizing_at END
+    WHERE id = (
+      SELECT b.id FROM batches b
+      WHERE (b.lease_expires_at IS NULL OR b.lease_expires_at < now()) AND (
+        b.status = 'finalizing'
+        OR (b.status = 'in_progress' AND NOT EXISTS (SELECT 1 FROM batch_slices s WHERE s.batch_id = b.id AND NOT s.done))
+        OR (b.status = 'cancelling' AND NOT EXISTS (SELECT 1 FROM batch_slices s WHERE s.batch_id = b.id AND NOT s.done AND s.lease_expires_at > now())))
+      ORDER BY b.created_at LIMIT 1 FOR UPDATE OF b SKIP LOCKED)
+    RETURNING ${COLUMNS}`);
+  return row ? readRow(row) : null;
+}
+
+/**
+ * Validating and in-progress batches past their window at `now` (the engine's clock: tests move
+ * it): finalizing, marked expired (their files say what was done).
+ */
+export async function expireOverdue(tx: Tx, now: Date): Promise<number> {
+  const rows = await query(tx, sql`
+    UPDATE batches SET status = 'finalizing', finalizing_at = now(), expired_at = now(), lease_owner = NULL, lease_expires_at = NULL
+    WHERE status IN ('validating', 'in_progress') AND expires_at <= ${now.toISOString()} RETURNING id`);
+  return rows.length;
+}
+
+/** Validation failed: the batch is final with its errors. */
+export async function failBatch(tx: Tx, id: string, owner: string, errors: object[]): Promise<boolean> {
+  const rows = await query(tx, sql`
+    UPDATE batches SET status = 'failed', failed_at = now(), errors = ${JSON.stringify(errors)}::jsonb, lease_owner = NULL, lease_expires_at = NULL
+    WHERE id = ${id} AND lease_owner = ${owner} AND status = 'validating' RETURNING id`);
+  return rows.length > 0;
+}
+
+/** Validated: the lines are in, slices made; the batch runs. */
+export async function startBatch(tx: Tx, id: string, owner: string, total: number): Promise<boolean> {
+  const rows = await query(tx, sql`
+    UPDATE batches SET status = 'in_progress', in_progress_at = now(), total = ${total}, lease_owner = NULL, lease_expires_at = NULL
+    WHERE id = ${id} AND lease_owner = ${owner} AND status = 'validating' RETURNING id`);
+  return rows.length > 0;
+}
+
+/** The final transition after the files are written: completed, expired or cancelled. */
+export async function finishBatch(tx: Tx, id: string, owner: string, f: { status: "completed" | "expired" | "cancelled"; outputFileId: string | null; errorFileId: string | null; completed: number; failed: number }): Promise<BatchRow | null> {
+  const stamp = f.status === "completed" ? sql`completed_at = now()` : f.status === "cancelled" ? sql`cancelled_at = now()` : sql`expired_at = coalesce(expired_at, now())`;
+  const [row] = await query(tx, sql`
+    UPDATE batches SET status = ${f.status}, ${stamp}, output_file_id = ${f.outputFileId}, error_file_id = ${f.errorFileId},
+      completed = ${f.completed}, failed = ${f.failed}, lease_owner = NULL, lease_expires_at = NULL
+    WHERE id = ${id} AND lease_owner = ${owner} AND status IN ('finalizing', 'cancelling') RETURNING ${COLUMNS}`);
+  return row ? readRow(row) : null;
+}
+
+export async function renewBatchLease(tx: Tx, id: string, owner: string, leaseMs: number): Promise<boolean> {
+  const rows = await query(tx, sql`UPDATE batches SET lease_expires_at = now() + ${leaseMs} * interval '1 millisecond' WHERE id = ${id} AND lease_owner = ${owner} RETURNING id`);
+  return rows.length > 0;
+}
+
+/** Lines and slices of a batch (validation starting over, or the batch's files written). */
+export async function deleteLines(tx: Tx, batchId: string): Promise<void> {
+  await query(tx, sql`DELETE FROM batch_lines WHERE batch_id = ${batchId}`);
+  await query(tx, sql`DELETE FROM batch_slices WHERE batch_id = ${batchId}`);
+}
+
+export async function insertLines(tx: Tx, batchId: string, lines: Array<{ line: number; customId: string; body: string }>): Promise<void> {
+  if (lines.length === 0) return;
+  await query(tx, sql`
+    INSERT INTO batch_lines (batch_id, line, custom_id, body)
+    SELECT ${batchId}, x.line, x.custom_id, x.body::jsonb FROM jsonb_to_recordset(${JSON.stringify(lines.map((l) => ({ line: l.line, custom_id: l.customId, body: l.body })))}::jsonb)
+      AS x(line int, custom_id text, body text)`);
+}
+
+export async function insertSlices(tx: Tx, batchId: string, total: number, size: number): Promise<void> {
+  await query(tx, sql`
+    INSERT INTO batch_slices (batch_id, slice, first_line, last_line)
+    SELECT ${batchId}, n, n * ${size}, least((n + 1) * ${size}, ${total}) - 1 FROM generate_series(0, ceil(${total}::numeric / ${size})::int - 1) AS n`);
+}
+
+export interface ClaimedSlice {
+  batchId: string;
+  slice: number;
+  firstLine: number;
+  lastLine: number;
+}
+
+/** Slices of in-progress batches no live instance holds, leased to `owner` (oldest batch first). */
+export async function claimSlices(tx: Tx, owner: string, leaseMs: number, limit: number): Promise<ClaimedSlice[]> {
+  if (limit <= 0) return [];
+  const rows = await query<{ batch_id: string; slice: number; first_line: number; last_line: number }>(tx, sql`
+    UPDATE batch_slices SET lease_owner = ${owner}, lease_expires_at = now() + ${leaseMs} * interval '1 millisecond'
+    WHERE (batch_id, slice) IN (
+      SELECT s.batch_id, s.slice FROM batch_slices s JOIN batches b ON b.id = s.batch_id
+      WHERE b.status = 'in_progress' AND NOT s.done AND (s.lease_expires_at IS NULL OR s.lease_expires_at < now())
+      ORDER BY b.created_at, s.slice LIMIT ${limit}
+      FOR UPDATE OF s SKIP LOCKED)
+    RETURNING batch_id, slice, first_line, last_line`);
+  return rows.map((r) => ({ batchId: r.batch_id, slice: Number(r.slice), firstLine: Number(r.first_line), lastLine: Number(r.last_line) }));
+}
+
+/** Extend our leases on these slices; the keys ("batch/slice") still ours. */
+export async function renewSliceLeases(tx: Tx, owner: string, slices: ClaimedSlice[], leaseMs: number): Promise<Set<string>> {
+  if (slices.length === 0) return new Set();
+  const rows = await query<{ batch_id: string; slice: number }>(tx, sql`
+    UPDATE batch_slices SET lease_expires_at = now() + ${leaseMs} * interval '1 millisecond'
+    WHERE lease_owner = ${owner} AND NOT done AND (batch_id, slice) IN (${sql.join(slices.map((s) => sql`(${s.batchId}, ${s.slice})`), sql`, `)})
+    RETURNING batch_id, slice`);
+  return new Set(rows.map((r) => `${r.batch_id}/${r.slice}`));
+}
+
+/** The slice is done (all its lines ran) or given back (the batch stopped running). */
+export async function closeSlice(tx: Tx, owner: string, s: ClaimedSlice, done: boolean): Promise<void> {
+  await query(tx, sql`
+    UPDATE batch_slices SET done = ${done} OR done, lease_owner = NULL, lease_expires_at = NULL
+    WHERE batch_id = ${s.batchId} AND slice = ${s.slice} AND lease_owner = ${owner}`);
+}
+
+export interface PendingLine {
+  line: number;
+  customId: string;
+  body: Record<string, unknown>;
+}
+
+/** Lines of the slice that have not run (a slice taken over after a crash: only those). */
+export async function pendingLines(tx: Tx, s: ClaimedSlice): Promise<PendingLine[]> {
+  const rows = await query<{ line: number; custom_id: string; body: unknown }>(tx, sql`
+    SELECT line, custom_id, body FROM batch_lines WHERE batch_id = ${s.batchId} AND line BETWEEN ${s.firstLine} AND ${s.lastLine} AND result IS NULL ORDER BY line`);
+  return rows.map((r) => ({ line: Number(r.line), customId: r.custom_id, body: json(r.body) }));
+}
+
+/**
+ * Write a line's result once, and only while its batch is in progress: the batch row is read FOR
+ * SHARE, so a cancel (an UPDATE of that row) waits for lines being written and every line written
+ * after it sees the cancel. False: not written (already written, or the batch stopped).
+ */
+export async function writeLineResult(tx: Tx, batchId: string, line: number, result: string, ok: boolean): Promise<boolean> {
+  const rows = await query(tx, sql`
+    UPDATE batch_lines SET result = ${result}, ok = ${ok}
+    WHERE batch_id = ${batchId} AND line = ${line} AND result IS NULL
+      AND (SELECT status FROM batches WHERE id = ${batchId} FOR SHARE) = 'in_progress'
+    RETURNING line`);
+  return rows.length > 0;
+}
+
+/** The status of a batch now (lines check it between them). */
+export async function batchStatus(tx: Tx, id: string): Promise<BatchStatus | null> {
+  const [r] = await query<{ status: BatchStatus }>(tx, sql`SELECT status FROM batches WHERE id = ${id}`);
+  return r?.status ?? null;
+}
+
+/** A page of the batch's lines in input order, from line `from` on. */
+export async function linesPage(tx: Tx, batchId: string, from: number, limit: number): Promise<Array<{ line: number; customId: string; result: string | null; ok: boolean | null }>> {
+  const rows = await query<{ line: number; custom_id: string; result: string | null; ok: boolean | null }>(tx, sql`
+    SELECT line, custom_id, result, ok FROM batch_lines WHERE batch_id = ${batchId} AND line >= ${from} ORDER BY line LIMIT ${limit}`);
+  return rows.map((r) => ({ line: Number(r.line), customId: r.custom_id, result: r.result, ok: r.ok }));
+}

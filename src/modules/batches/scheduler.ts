@@ -1,0 +1,180 @@
+/**
+ * The batch scheduler: every instance runs one. Each tick it expires batches past their window,
+ * validates one new batch, claims slices of running batches (a lease per slice, FOR UPDATE SKIP
+ * LOCKED: instances share a batch without running a line twice; a dead instance's slices come
+ * back when their lease runs out) and writes the files of batches whose lines are all done.
+ *
+ * Lines run on `slots` = REELAY_BATCH_CONCURRENCY × REELAY_BATCH_SHARE % per instance, so live
+ * traffic keeps the rest of the upstreams' concurrency. A line's result and its charge commit in
+ * one transaction (writeLineResult + settleOne), keyed by (batch, custom_id): a line cut off by a
+ * kill -9 after its upstream call but before that commit runs again on the instance that takes the
+ * slice over — its upstream call is repeated (at most `slots` lines per killed instance), its
+ * charge and output line are written once.
+ */
+import { every, type BackgroundTask } from "../../background.ts";
+import { settleBatch, type Settlement } from "../../billing/index.ts";
+import { GroupCommit } from "./group-commit.ts";
+import type { Principal } from "../../auth/authenticate-key.ts";
+import type { AppDeps } from "../../deps.ts";
+import { randomId } from "../../ids.ts";
+import type { ReasoningSeal } from "../responses/reasoning-seal.ts";
+import { writeFile } from "../files/service.ts";
+import {
+  batchStatus, claimBatchToFinalize, findBatch, writeLineResult, claimBatchToValidate, claimSlices, closeSlice, deleteLines, expireOverdue, failBatch, finishBatch, lineCounts, linesPage,
+  pendingLines, renewBatchLease, renewSliceLeases, startBatch, type BatchRow, type ClaimedSlice, type PendingLine,
+} from "./batch-table.ts";
+import type { BatchEndpoint } from "./model.ts";
+import { runLine, unrunLine, type LineOutcome } from "./run-line.ts";
+import { validateInput } from "./validate.ts";
+import { batchEvent } from "./events.ts";
+
+/** a running slice re-reads its batch's status this often (a cancel takes effect within it, for lines not yet started) */
+const STATUS_CHECK_MS = 200;
+const PAGE_LINES = 1000;
+
+export interface BatchScheduler extends BackgroundTask {
+  /** lines running now on this instance */
+  readonly running: number;
+}
+
+export function createBatchScheduler(deps: AppDeps, seal: ReasoningSeal): BatchScheduler {
+  const db = deps.database.db;
+  const owner = `${deps.config.instanceId}#${randomId("b", 6).slice(2)}`;
+  const leaseMs = deps.config.schedulerLeaseMs;
+  const slots = Math.max(1, Math.floor((deps.config.batchConcurrency * deps.config.batchShare) / 100));
+  const active = new Map<string, { slice: ClaimedSlice; abort: AbortController; done: Promise<void> }>();
+  let running = 0;
+  let waiters: Array<() => void> = [];
+  const acquire = async () => {
+    while (running >= slots) await new Promise<void>((r) => waiters.push(r));
+    running++;
+  };
+  const releaseSlot = () => {
+    running--;
+    const w = waiters;
+    waiters = [];
+    for (const f of w) f();
+  };
+
+  // holds and results each go in groups (group-commit.ts); separate groups keep billing's lock order (holds, then accounts)
+  const holds = new GroupCommit(db);
+  const results = new GroupCommit(db);
+
+  /** The line's result and its charge, in one transaction (a savepoint of the group's): both or neither. */
+  async function commitLine(batchId: string, line: PendingLine, out: LineOutcome): Promise<void> {
+    await results.run(`${batchId}/${String(line.line).padStart(10, "0")}`, async (tx) => {
+      const wrote = await writeLineResult(tx, batchId, line.line, out.result, out.ok);
+      if (out.settlements.length > 0) await settleBatch(tx, out.settlements.map((s) => (wrote ? s : unwritten(s))));
+    });
+  }
+
+  async function runSlice(slice: ClaimedSlice, signal: AbortSignal): Promise<void> {
+    const batch = await findBatch(db, slice.batchId, null);
+    if (!batch || batch.status !== "in_progress") return void (await closeSlice(db, owner, slice, false));
+    const view = { id: batch.id, endpoint: batch.endpoint as BatchEndpoint, principal: batch.principal as unknown as Principal };
+    const lines = await pendingLines(db, slice);
+    let checkedAt = performance.now();
+    let stopped = false;
+    const inFlight = new Set<Promise<void>>();
+    for (const line of lines) {
+      await acquire();
+      if (signal.aborted) { releaseSlot(); stopped = true; break; }
+      if (performance.now() - checkedAt > STATUS_CHECK_MS) {
+        checkedAt = performance.now();
+        if ((await batchStatus(db, batch.id)) !== "in_progress") { releaseSlot(); stopped = true; break; }
+      }
+      const p: Promise<void> = runLine(deps, seal, holds, view, line, signal)
+        .then((out) => commitLine(batch.id, line, out))
+        .catch((err) => void deps.logger.error({ err, batchId: batch.id, line: line.line }, "batches: a line's result could not be written; it runs again when its slice is taken over"))
+        .finally(() => { releaseSlot(); inFlight.delete(p); });
+      inFlight.add(p);
+    }
+    await Promise.all(inFlight);
+    // done only when every line of the slice has its result (a line whose write failed leaves it open for a retry)
+    const left = stopped || signal.aborted ? 1 : (await pendingLines(db, slice)).length;
+    await closeSlice(db, owner, slice, left === 0);
+  }
+
+  async function finalize(b: BatchRow): Promise<void> {
+    const final = b.expiredAt ? "expired" : b.status === "cancelling" ? "cancelled" : "completed";
+    const unrun = final === "expired" ? "batch_expired" : "batch_cancelled";
+    const counts = await lineCounts(db, b.id);
+    const failed = b.total - counts.completed;
+    const file = (ok: boolean, suffix: string) => writeFile(deps, { accountId: b.accountId, filename: `${b.id}_${suffix}.jsonl`, purpose: "batch_output" }, linesOf(b, ok, unrun));
+    const output = counts.completed > 0 ? await file(true, "output") : null;
+    const errors = failed > 0 ? await file(false, "error") : null;
+    const done = await db.transaction(async (tx) => {
+      const row = await finishBatch(tx, b.id, owner, { status: final, outputFileId: output?.id ?? null, errorFileId: errors?.id ?? null, completed: counts.completed, failed });
+      if (row) {
+        await batchEvent(deps, tx, row);
+        await deleteLines(tx, b.id);
+      }
+      return row;
+    });
+    if (done) deps.logger.info({ batchId: b.id, status: final, completed: counts.completed, failed }, "batches: batch finished");
+  }
+
+  /** the batch's result lines in input order, a page at a time, renewing the batch's lease on the way */
+  async function* linesOf(b: BatchRow, ok: boolean, unrun: "batch_cancelled" | "batch_expired"): AsyncGenerator<string> {
+    for (let from = 0; ; ) {
+      const page = await linesPage(db, b.id, from, PAGE_LINES);
+      for (const l of page) {
+        if (l.result === null) { if (!ok) yield unrunLine(l.customId, unrun); }
+        else if (l.ok === ok) yield l.result;
+      }
+      if (page.length < PAGE_LINES) return;
+      from = page.at(-1)!.line + 1;
+      await renewBatchLease(db, b.id, owner, leaseMs);
+    }
+  }
+
+  async function validateOne(): Promise<void> {
+    const b = await claimBatchToValidate(db, owner, leaseMs);
+    if (!b) return;
+    const { errors, total } = await validateInput(deps, b, deps.config.batchSliceLines);
+    if (errors.length > 0) {
+      await db.transaction(async (tx) => {
+        if (!(await failBatch(tx, b.id, owner, errors))) return;
+        const row = await findBatch(tx, b.id, null);
+        if (row) await batchEvent(deps, tx, row);
+      });
+    } else await startBatch(db, b.id, owner, total);
+  }
+
+  async function tick(): Promise<void> {
+    await expireOverdue(db, new Date(deps.billing.now()));
+    await validateOne();
+    // leases of the slices we run; one we lost (stalled past the lease) is stopped
+    const mine = await renewSliceLeases(db, owner, [...active.values()].map((a) => a.slice), leaseMs);
+    for (const [key, a] of active) if (!mine.has(key)) a.abort.abort();
+    // one slice more than the slots can start keeps them busy while a slice ends
+    const want = Math.max(0, Math.min(2, Math.ceil(slots / deps.config.batchSliceLines) + 1) - active.size);
+    for (const slice of await claimSlices(db, owner, leaseMs, want)) {
+      const key = `${slice.batchId}/${slice.slice}`;
+      const abort = new AbortController();
+      const done = runSlice(slice, abort.signal)
+        .catch((err) => deps.logger.error({ err, batchId: slice.batchId, slice: slice.slice }, "batches: a slice failed; it is taken over when its lease runs out"))
+        .finally(() => active.delete(key));
+      active.set(key, { slice, abort, done });
+    }
+    for (let b = await claimBatchToFinalize(db, owner, leaseMs); b; b = await claimBatchToFinalize(db, owner, leaseMs)) await finalize(b);
+  }
+
+  const task = every(deps.config.schedulerPollMs, tick, (e) => deps.logger.error({ err: e }, "batches: scheduler tick failed"));
+  return {
+    get running() {
+      return running;
+    },
+    start: () => task.start(),
+    async stop() {
+      await task.stop();
+      for (const a of active.values()) a.abort.abort();
+      await Promise.all([...active.values()].map((a) => a.done));
+    },
+  };
+}
+
+/** A settlement whose line was not written (the batch stopped, or another instance wrote it): nothing charged, the hold given back. */
+function unwritten(s: Settlement): Settlement {
+  return { ...s, mode: "release", actual: 0, reason: `${s.reason}: not written (batch stopped)`, usage: { ...s.usage, status: 499, errorCode: "batch_cancelled", promptTokens: null, completionTokens: null } };
+}

@@ -1,0 +1,78 @@
+/**
+ * kill -9 mid-batch and restart, with the official `openai` SDK against a reelay child process:
+ * after the restart every line is in the output exactly once and charged exactly once; the
+ * upstream calls repeated are at most the lines that were in flight (REELAY_BATCH_CONCURRENCY ×
+ * REELAY_BATCH_SHARE %); the holds of the killed process's lines are swept, so `held` returns to 0.
+ */
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import OpenAI from "openai";
+import { startFakeOpenAI, type FakeOpenAI } from "../fakes/openai-upstream.ts";
+import { spawnServer, type ChildServer } from "../support/child-server.ts";
+import { createTestDatabase, dropDatabase } from "../support/harness.ts";
+import { chatLine, fileLines, modelsFile, uploadBatchFile, waitForBatch } from "./batch-server.ts";
+
+let fake: FakeOpenAI;
+let databaseUrl: string;
+let dir: string;
+beforeAll(async () => {
+  fake = await startFakeOpenAI();
+  databaseUrl = await createTestDatabase();
+  dir = mkdtempSync(join(tmpdir(), "reelay-batch-kill9-"));
+});
+afterAll(async () => {
+  await fake.stop();
+  await dropDatabase(databaseUrl);
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const LINES = 60;
+const SLOTS = 4;
+
+test("kill -9 mid-batch, restart: every line once in the output, charged once; upstream repeats bounded by the lines in flight", async () => {
+  const env = {
+    DATABASE_URL: databaseUrl, REELAY_DATA_DIR: join(dir, "data"), REELAY_MODELS_FILE: modelsFile(dir, fake.url), REELAY_SCHEDULER_POLL_MS: "50", REELAY_SCHEDULER_LEASE_MS: "1000",
+    REELAY_BATCH_SLICE_LINES: "10", REELAY_BATCH_CONCURRENCY: String(SLOTS * 2), REELAY_BATCH_SHARE: "50", REELAY_HOLD_TTL_SECONDS: "2", REELAY_HOLD_SWEEP_MS: "200",
+  };
+  let child: ChildServer = await spawnServer(env);
+  try {
+    const acct = (await (await child.admin("/admin/accounts", { body: { name: "k9", credits: 100_000_000 } })).json()) as { id: string };
+    const key = ((await (await child.admin(`/admin/accounts/${acct.id}/keys`, { body: { name: "k" } })).json()) as { key: string }).key;
+    const client = (url: string) => new OpenAI({ apiKey: key, baseURL: url + "/v1", maxRetries: 0 });
+    fake.behave({ tokens: 2, delayHeadersMs: 80 });
+    const f = await uploadBatchFile(client(child.url), Array.from({ length: LINES }, (_, i) => chatLine(i)));
+    const b = await client(child.url).batches.create({ input_file_id: f.id, endpoint: "/v1/chat/completions", completion_window: "24h" });
+    for (;;) {
+      if ((await client(child.url).batches.retrieve(b.id)).request_counts!.completed >= 12) break;
+      await Bun.sleep(20);
+    }
+    await child.kill9();
+    child = await spawnServer(env);
+    const openai = client(child.url);
+    const done = await waitForBatch(openai, b.id, undefined, 120_000);
+    expect(done).toMatchObject({ status: "completed", request_counts: { total: LINES, completed: LINES, failed: 0 } });
+    const out = await fileLines(openai, done.output_file_id);
+    expect(out.map((l) => l.custom_id).sort()).toEqual(Array.from({ length: LINES }, (_, i) => `req-${i}`).sort());
+    // charged once per line: one usage row per (batch, custom_id), each with a cost
+    const rows = ((await (await fetch(`${child.url}/v1/usage?limit=500`, { headers: { authorization: `Bearer ${key}` } })).json()) as { data: any[] }).data.filter((u) => u.route === "batch");
+    expect(rows).toHaveLength(LINES);
+    expect(new Set(rows.map((u) => u.ref)).size).toBe(LINES);
+    expect(rows.every((u) => u.cost > 0)).toBe(true);
+    // repeats: only lines in flight at the kill (at most the slots) were sent twice
+    const sent = fake.requests.filter((r) => r.path === "/v1/chat/completions").length;
+    expect(sent).toBeGreaterThanOrEqual(LINES);
+    expect(sent - LINES).toBeLessThanOrEqual(SLOTS);
+    // the killed process's holds are swept: held back to 0, balance = start − the charges
+    const until = performance.now() + 30_000;
+    let account: any;
+    do {
+      await Bun.sleep(200);
+      account = await (await fetch(`${child.url}/v1/account`, { headers: { authorization: `Bearer ${key}` } })).json();
+    } while (account.held !== 0 && performance.now() < until);
+    expect([account.held, account.balance]).toEqual([0, 100_000_000 - rows.reduce((n, u) => n + u.cost, 0)]);
+  } finally {
+    await child.stop();
+  }
+}, 180_000);

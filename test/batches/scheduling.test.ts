@@ -1,0 +1,152 @@
+/**
+ * The batch scheduler under pressure, as a client sees it through the official `openai` SDK:
+ * cancel mid-batch (nothing charged after it took effect), two instances sharing one batch (no line
+ * twice), expiry with a test clock (what was done is kept), and a 20,000-line file.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { startFakeOpenAI, type FakeOpenAI } from "../fakes/openai-upstream.ts";
+import { chatLine, embedLine, fileLines, startBatchServer, uploadBatchFile, usageRows, waitForBatch, type BatchServer } from "./batch-server.ts";
+
+let fake: FakeOpenAI;
+beforeAll(async () => { fake = await startFakeOpenAI(); });
+afterAll(() => fake.stop());
+
+const ids = (n: number, prefix = "req-") => Array.from({ length: n }, (_, i) => `${prefix}${i}`).sort();
+
+describe("cancel", () => {
+  test("cancel mid-batch: cancelling, then cancelled; lines done are kept and charged once, no line charged after the cancel took effect, the rest are batch_cancelled", async () => {
+    const t = await startBatchServer({}, { fake });
+    try {
+      const c = await t.newClient();
+      fake.reset();
+      fake.behave({ tokens: 2, delayHeadersMs: 60 });
+      const f = await uploadBatchFile(c.openai, Array.from({ length: 80 }, (_, i) => chatLine(i)));
+      const b = await c.openai.batches.create({ input_file_id: f.id, endpoint: "/v1/chat/completions", completion_window: "24h" });
+      for (;;) {
+        const now = await c.openai.batches.retrieve(b.id);
+        if (now.request_counts!.completed >= 5) break;
+        await Bun.sleep(20);
+      }
+      const cancelling = await c.openai.batches.cancel(b.id);
+      expect(cancelling.status).toBe("cancelling");
+      expect(cancelling.cancelling_at).toBeGreaterThan(0);
+      const done = await waitForBatch(c.openai, b.id);
+      expect(done.status).toBe("cancelled");
+      expect(done.cancelled_at).toBeGreaterThan(0);
+      const out = await fileLines(c.openai, done.output_file_id);
+      const errs = await fileLines(c.openai, done.error_file_id);
+      expect([...out, ...errs].map((l) => l.custom_id).sort()).toEqual(ids(80));
+      expect(out.length).toBeLessThan(80);
+      expect(errs.filter((l) => l.error.code === "batch_cancelled").length).toBeGreaterThan(0);
+      expect(done.request_counts).toEqual({ total: 80, completed: out.length, failed: errs.length });
+      // charged: exactly the lines in the output file; every other usage row of the batch is a release (0)
+      const rows = (await usageRows(c)).filter((u) => u.route === "batch");
+      const charged = rows.filter((u) => u.cost > 0);
+      expect(new Set(charged.map((u) => u.ref))).toEqual(new Set(out.map((l) => `${b.id}:${l.custom_id}`)));
+      expect(charged).toHaveLength(out.length);
+      const acct = await c.get("/v1/account");
+      expect(acct.held).toBe(0);
+      expect(acct.balance).toBe(100_000_000 - charged.reduce((n, u) => n + u.cost, 0));
+      // nothing runs after the batch is final
+      const seen = fake.requests.length;
+      await Bun.sleep(300);
+      expect(fake.requests.length).toBe(seen);
+    } finally {
+      await t.close();
+    }
+  }, 60_000);
+});
+
+describe("two instances", () => {
+  test("two instances on one database share a batch: every line answered and charged once, none sent upstream twice", async () => {
+    const a = await startBatchServer({}, { fake });
+    const b = await startBatchServer({ DATABASE_URL: a.s.databaseUrl! }, { fake });
+    try {
+      fake.reset();
+      fake.behave({ tokens: 2, delayHeadersMs: 10 });
+      const c = await a.newClient();
+      const f = await uploadBatchFile(c.openai, Array.from({ length: 200 }, (_, i) => chatLine(i)));
+      const batch = await c.openai.batches.create({ input_file_id: f.id, endpoint: "/v1/chat/completions", completion_window: "24h" });
+      const done = await waitForBatch(c.openai, batch.id, undefined, 120_000);
+      if (done.request_counts!.failed > 0) console.log("error lines:", JSON.stringify(await fileLines(c.openai, done.error_file_id)));
+      expect(done).toMatchObject({ status: "completed", request_counts: { total: 200, completed: 200, failed: 0 } });
+      const out = await fileLines(c.openai, done.output_file_id);
+      expect(out.map((l) => l.custom_id).sort()).toEqual(ids(200));
+      const sent = fake.requests.filter((r) => r.path === "/v1/chat/completions").map((r) => r.body.messages[0].content);
+      expect(sent).toHaveLength(200);
+      expect(new Set(sent).size).toBe(200);
+      const rows = (await usageRows(c)).filter((u) => u.route === "batch");
+      expect(rows).toHaveLength(200);
+      expect(new Set(rows.map((u) => u.ref)).size).toBe(200);
+      const acct = await c.get("/v1/account");
+      expect([acct.held, acct.balance]).toEqual([0, 100_000_000 - rows.reduce((n, u) => n + u.cost, 0)]);
+    } finally {
+      await b.close();
+      await a.close();
+    }
+  }, 180_000);
+});
+
+describe("expiry", () => {
+  test("a batch past its 24 h window (test clock) expires: lines done are kept, the rest are batch_expired; nothing runs after", async () => {
+    let offset = 0;
+    const t = await startBatchServer({}, { fake, clock: () => Date.now() + offset });
+    try {
+      fake.reset();
+      fake.behave({ tokens: 2, delayHeadersMs: 60 });
+      const c = await t.newClient();
+      const f = await uploadBatchFile(c.openai, Array.from({ length: 80 }, (_, i) => chatLine(i)));
+      const b = await c.openai.batches.create({ input_file_id: f.id, endpoint: "/v1/chat/completions", completion_window: "24h" });
+      expect(b.expires_at! - b.created_at).toBe(86_400);
+      for (;;) {
+        if ((await c.openai.batches.retrieve(b.id)).request_counts!.completed >= 5) break;
+        await Bun.sleep(20);
+      }
+      offset = 86_400_000 + 1_000;
+      const done = await waitForBatch(c.openai, b.id);
+      expect(done.status).toBe("expired");
+      expect(done.expired_at).toBeGreaterThan(0);
+      const out = await fileLines(c.openai, done.output_file_id);
+      const errs = await fileLines(c.openai, done.error_file_id);
+      expect(out.length).toBeGreaterThanOrEqual(5);
+      expect([...out, ...errs].map((l) => l.custom_id).sort()).toEqual(ids(80));
+      expect(errs.some((l) => l.error.code === "batch_expired" && l.response === null)).toBe(true);
+      const charged = (await usageRows(c)).filter((u) => u.route === "batch" && u.cost > 0);
+      expect(charged).toHaveLength(out.length);
+      expect((await c.get("/v1/account")).held).toBe(0);
+    } finally {
+      await t.close();
+    }
+  }, 60_000);
+});
+
+describe("size", () => {
+  test("a 20,000-line embeddings file: every line once in the output, one usage row each", async () => {
+    const t = await startBatchServer({ REELAY_BATCH_SLICE_LINES: "500", REELAY_BATCH_CONCURRENCY: "64" }, { fake });
+    try {
+      fake.reset();
+      const c = await t.newClient(1_000_000_000);
+      const f = await uploadBatchFile(c.openai, Array.from({ length: 20_000 }, (_, i) => embedLine(i)));
+      const b = await c.openai.batches.create({ input_file_id: f.id, endpoint: "/v1/embeddings", completion_window: "24h" });
+      // ~30 lines/s on a 2-core box shared with a loaded test run (about 11 minutes); far faster on a quiet one
+      const done = await waitForBatch(c.openai, b.id, undefined, 1_500_000, 1_000);
+      expect(done.status).toBe("completed");
+      const out = await fileLines(c.openai, done.output_file_id);
+      const errs = await fileLines(c.openai, done.error_file_id);
+      if (errs.length > 0) console.log(`${errs.length} error lines, e.g.:`, JSON.stringify(errs.slice(0, 3)));
+      // every line exactly once, in the output or the error file
+      expect(out.length + errs.length).toBe(20_000);
+      expect(new Set([...out, ...errs].map((l) => l.custom_id)).size).toBe(20_000);
+      expect(done.request_counts).toEqual({ total: 20_000, completed: out.length, failed: errs.length });
+      // charged once per answered line, nothing for the others; the money adds up
+      const rows = (await usageRows(c)).filter((u) => u.route === "batch");
+      const charged = rows.filter((u) => u.cost > 0);
+      expect(new Set(charged.map((u) => u.ref))).toEqual(new Set(out.map((l) => `${b.id}:${l.custom_id}`)));
+      expect(charged).toHaveLength(out.length);
+      const acct = await c.get("/v1/account");
+      expect([acct.held, acct.balance]).toEqual([0, 1_000_000_000 - charged.reduce((n, u) => n + u.cost, 0)]);
+    } finally {
+      await t.close();
+    }
+  }, 1_600_000);
+});
