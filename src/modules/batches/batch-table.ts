@@ -104,7 +104,8 @@ export async function claimBatchToValidate(tx: Tx, owner: string, leaseMs: numbe
 
 /**
  * A batch ready for its files, leased to `owner`: every slice done, or cancelling with no slice
- * leased (live) any more, or already finalizing (an instance died writing its files).
+ * leased (live) any more, or already finalizing (an instance died writing its files; an expired batch
+ * also waits until no slice is leased, so no line is in flight when its files are written).
  */
 export async function claimBatchToFinalize(tx: Tx, owner: string, leaseMs: number): Promise<BatchRow | null> {
   const [row] = await query(tx, sql`
@@ -114,7 +115,8 @@ export async function claimBatchToFinalize(tx: Tx, owner: string, leaseMs: numbe
     WHERE id = (
       SELECT b.id FROM batches b
       WHERE (b.lease_expires_at IS NULL OR b.lease_expires_at < now()) AND (
-        b.status = 'finalizing'
+        -- an expired batch waits, like a cancelled one, for the lines its slices have in flight (their holds settle or are released first)
+        (b.status = 'finalizing' AND (b.expired_at IS NULL OR NOT EXISTS (SELECT 1 FROM batch_slices s WHERE s.batch_id = b.id AND NOT s.done AND s.lease_expires_at > now())))
         OR (b.status = 'in_progress' AND NOT EXISTS (SELECT 1 FROM batch_slices s WHERE s.batch_id = b.id AND NOT s.done))
         OR (b.status = 'cancelling' AND NOT EXISTS (SELECT 1 FROM batch_slices s WHERE s.batch_id = b.id AND NOT s.done AND s.lease_expires_at > now())))
       ORDER BY b.created_at LIMIT 1 FOR UPDATE OF b SKIP LOCKED)
