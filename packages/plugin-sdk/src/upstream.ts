@@ -13,7 +13,8 @@
  * Whichever fires first, or the caller's signal, aborts the request at once.
  *
  * Failures: refused connections are retried (100 then 300 ms: nothing reached the upstream); then
- * `connect`. A deadline before the headers is `timeout`, retryable. A non-2xx answer is
+ * `connect`. A reset before any answer is sent once more at once (a pooled keep-alive connection the
+ * upstream closed as it was reused; a body given as a stream is not sent twice), then `connect`. A deadline before the headers is `timeout`, retryable. A non-2xx answer is
  * `upstream_http` with the upstream's message (error-body.ts). After the headers nothing is
  * retryable; once body bytes have arrived, a reset, a deadline or a truncated stream is
  * `stream_interrupted`. A router spreading calls over several deployments sits in front of this:
@@ -72,6 +73,8 @@ export async function callUpstream(req: UpstreamRequest, call: { signal: AbortSi
   const init = { method: req.method ?? (body === undefined ? "GET" : "POST"), headers, body, signal: d.signal };
   try {
     if (req.stream) d.arm("connect");
+    let resent = false;
+    const resendable = !(body instanceof ReadableStream);
     for (let attempt = 0; ; attempt++) {
       let res: Response;
       try {
@@ -80,6 +83,14 @@ export async function callUpstream(req: UpstreamRequest, call: { signal: AbortSi
         if (!d.signal.aborted && isRefused(err) && attempt < backoff.length) {
           call.logger?.debug("upstream refused the connection, retrying", { attempt: attempt + 1 });
           await sleep(backoff[attempt]!, d.signal);
+          continue;
+        }
+        // a pooled keep-alive connection the upstream had just closed (uvicorn closes idle ones after
+        // 5 s, Bun.serve after 10 s) resets before any answer: sent again once, on a new connection
+        if (!d.signal.aborted && !resent && isReset(err) && resendable) {
+          resent = true;
+          call.logger?.debug("upstream reset the connection before answering, sending once more");
+          attempt--; // not one of the refused connection's tries
           continue;
         }
         throw d.failure(err);
@@ -186,6 +197,12 @@ export class UpstreamResponse {
 const ONE_READ_BYTES = 64 * 1024;
 
 const tooLarge = (maxBytes: number) => new PluginError("malformed", `upstream answer is larger than ${maxBytes} bytes`);
+
+/** A connection reset before any answer (ECONNRESET, or Bun's ConnectionClosed). */
+function isReset(err: unknown): boolean {
+  const code = (err as { code?: string } | null)?.code;
+  return code === "ECONNRESET" || code === "ConnectionClosed";
+}
 
 /** Only a refused connection is surely unseen by the upstream. */
 function isRefused(err: unknown): boolean {

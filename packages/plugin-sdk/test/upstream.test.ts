@@ -45,6 +45,21 @@ describe("callUpstream", () => {
     expect(performance.now() - none).toBeLessThan(200); // a router in front retries elsewhere instead
   });
 
+  test("a reset before any answer (a keep-alive connection closed as it was reused) is sent once more; reset twice → `connect`, retryable", async () => {
+    let seen = 0;
+    handler = (res, body) => {
+      seen++;
+      if (seen === 1) return void res.socket?.resetAndDestroy();
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ echo: JSON.parse(body), seen }));
+    };
+    const res = await callUpstream({ url, json: { a: 1 } }, call());
+    expect(await res.json()).toEqual({ echo: { a: 1 }, seen: 2 });
+    seen = 0;
+    handler = (res) => { seen++; res.socket?.resetAndDestroy(); };
+    const e = await failure(callUpstream({ url, json: {} }, call()));
+    expect([e.kind, e.retryable, e.message, seen]).toEqual(["connect", true, "upstream connection reset", 2]);
+  });
+
   test("non-2xx → upstream_http with the upstream's own message, code and param", async () => {
     handler = (res) => void res.writeHead(400, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: "max_tokens is too large", type: "invalid_request_error", param: "max_tokens", code: "context_length_exceeded" } }));
     const e = await failure(callUpstream({ url, json: {} }, call()));
