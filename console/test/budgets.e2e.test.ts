@@ -102,7 +102,10 @@ test("operator: an account budget and a key budget set in USD, bars that follow 
   // the price plan
   const plan = page.locator("section.card").filter({ has: page.getByRole("heading", { name: "Price plan" }) });
   await plan.getByLabel("Price plan").selectOption("gold");
+  // the option's text shows at once; the plan is the account's when the save's PUT has answered
+  const saved = page.waitForResponse((r) => r.request().method() === "PUT" && r.url().endsWith(`/admin/accounts/${acct}/plan`));
   await plan.getByRole("button", { name: "Save plan" }).click();
+  expect((await saved).status()).toBe(200);
   await see(plan, "Gold (-20 %)");
   expect(((await (await s.admin(`/admin/accounts/${acct}`)).json()) as any).plan).toBe("gold");
   await shot(page, "budgets-operator");
