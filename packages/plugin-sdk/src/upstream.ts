@@ -14,7 +14,8 @@
  *
  * Failures: refused connections are retried (100 then 300 ms: nothing reached the upstream); then
  * `connect`. A reset before any answer is sent once more at once (a pooled keep-alive connection the
- * upstream closed as it was reused; a body given as a stream is not sent twice), then `connect`. A deadline before the headers is `timeout`, retryable. A non-2xx answer is
+ * upstream closed as it was reused; a body given as a stream is not sent twice), then `connect`. A
+ * deadline before the headers is `timeout`, retryable. A non-2xx answer is
  * `upstream_http` with the upstream's message (error-body.ts). After the headers nothing is
  * retryable; once body bytes have arrived, a reset, a deadline or a truncated stream is
  * `stream_interrupted`. A router spreading calls over several deployments sits in front of this:
@@ -73,24 +74,23 @@ export async function callUpstream(req: UpstreamRequest, call: { signal: AbortSi
   const init = { method: req.method ?? (body === undefined ? "GET" : "POST"), headers, body, signal: d.signal };
   try {
     if (req.stream) d.arm("connect");
-    let resent = false;
-    const resendable = !(body instanceof ReadableStream);
-    for (let attempt = 0; ; attempt++) {
+    let refusedTries = 0;
+    let resent = body instanceof ReadableStream; // a stream cannot be sent twice
+    for (;;) {
       let res: Response;
       try {
         res = await doFetch(req.url, init);
       } catch (err) {
-        if (!d.signal.aborted && isRefused(err) && attempt < backoff.length) {
-          call.logger?.debug("upstream refused the connection, retrying", { attempt: attempt + 1 });
-          await sleep(backoff[attempt]!, d.signal);
+        if (!d.signal.aborted && isRefused(err) && refusedTries < backoff.length) {
+          call.logger?.debug("upstream refused the connection, retrying", { attempt: refusedTries + 1 });
+          await sleep(backoff[refusedTries++]!, d.signal);
           continue;
         }
         // a pooled keep-alive connection the upstream had just closed (uvicorn closes idle ones after
         // 5 s, Bun.serve after 10 s) resets before any answer: sent again once, on a new connection
-        if (!d.signal.aborted && !resent && isReset(err) && resendable) {
+        if (!d.signal.aborted && !resent && isReset(err)) {
           resent = true;
           call.logger?.debug("upstream reset the connection before answering, sending once more");
-          attempt--; // not one of the refused connection's tries
           continue;
         }
         throw d.failure(err);
@@ -198,15 +198,17 @@ const ONE_READ_BYTES = 64 * 1024;
 
 const tooLarge = (maxBytes: number) => new PluginError("malformed", `upstream answer is larger than ${maxBytes} bytes`);
 
-/** A connection reset before any answer (ECONNRESET, or Bun's ConnectionClosed). */
+const codeOf = (err: unknown) => (err as { code?: string } | null)?.code;
+
+/** A connection reset (ECONNRESET, or Bun's ConnectionClosed). */
 function isReset(err: unknown): boolean {
-  const code = (err as { code?: string } | null)?.code;
+  const code = codeOf(err);
   return code === "ECONNRESET" || code === "ConnectionClosed";
 }
 
 /** Only a refused connection is surely unseen by the upstream. */
 function isRefused(err: unknown): boolean {
-  const code = (err as { code?: string } | null)?.code;
+  const code = codeOf(err);
   return code === "ECONNREFUSED" || code === "ConnectionRefused";
 }
 
@@ -287,9 +289,9 @@ class Deadlines {
     const reason = this.ac.signal.reason;
     if (this.ac.signal.aborted && isPluginError(reason)) return reason;
     if (isPluginError(err)) return err;
-    const code = (err as { code?: string } | null)?.code;
-    const what = code === "ECONNREFUSED" || code === "ConnectionRefused" ? "connection refused"
-      : code === "ECONNRESET" || code === "ConnectionClosed" ? "connection reset"
+    const code = codeOf(err);
+    const what = isRefused(err) ? "connection refused"
+      : isReset(err) ? "connection reset"
       : `connection failed (${this.redact(String(code ?? (err as Error)?.message ?? "unknown"))})`;
     if (this.bodyBytes > 0) return new PluginError("stream_interrupted", `upstream ${what} after ${this.bodyBytes} bytes of the answer`, { cause: err });
     if (code === "ETIMEDOUT" || (err as Error | null)?.name === "TimeoutError") return new PluginError("timeout", "upstream timed out", { retryable: !this.answered, cause: err });

@@ -107,6 +107,9 @@ export async function claimBatchToValidate(tx: Tx, owner: string, leaseMs: numbe
  * leased (live) any more, or already finalizing (an instance died writing its files; an expired batch
  * also waits until no slice is leased, so no line is in flight when its files are written).
  */
+/** no slice of batch `b` is leased (live) by an instance: no line of it is in flight */
+const noSliceLeased = sql`NOT EXISTS (SELECT 1 FROM batch_slices s WHERE s.batch_id = b.id AND NOT s.done AND s.lease_expires_at > now())`;
+
 export async function claimBatchToFinalize(tx: Tx, owner: string, leaseMs: number): Promise<BatchRow | null> {
   const [row] = await query(tx, sql`
     UPDATE batches SET lease_owner = ${owner}, lease_expires_at = now() + ${leaseMs} * interval '1 millisecond',
@@ -116,9 +119,9 @@ export async function claimBatchToFinalize(tx: Tx, owner: string, leaseMs: numbe
       SELECT b.id FROM batches b
       WHERE (b.lease_expires_at IS NULL OR b.lease_expires_at < now()) AND (
         -- an expired batch waits, like a cancelled one, for the lines its slices have in flight (their holds settle or are released first)
-        (b.status = 'finalizing' AND (b.expired_at IS NULL OR NOT EXISTS (SELECT 1 FROM batch_slices s WHERE s.batch_id = b.id AND NOT s.done AND s.lease_expires_at > now())))
+        (b.status = 'finalizing' AND (b.expired_at IS NULL OR ${noSliceLeased}))
         OR (b.status = 'in_progress' AND NOT EXISTS (SELECT 1 FROM batch_slices s WHERE s.batch_id = b.id AND NOT s.done))
-        OR (b.status = 'cancelling' AND NOT EXISTS (SELECT 1 FROM batch_slices s WHERE s.batch_id = b.id AND NOT s.done AND s.lease_expires_at > now())))
+        OR (b.status = 'cancelling' AND ${noSliceLeased}))
       ORDER BY b.created_at LIMIT 1 FOR UPDATE OF b SKIP LOCKED)
     RETURNING ${COLUMNS}`);
   return row ? readRow(row) : null;
