@@ -241,17 +241,23 @@ export async function pendingLines(tx: Tx, s: ClaimedSlice): Promise<PendingLine
 }
 
 /**
- * Write a line's result once, and only while its batch is in progress: the batch row is read FOR
- * SHARE, so a cancel (an UPDATE of that row) waits for lines being written and every line written
- * after it sees the cancel. False: not written (already written, or the batch stopped).
+ * Write lines' results once, and only while their batch is in progress, in ONE statement: the
+ * batches' rows are read FOR SHARE, so a cancel (an UPDATE of that row) waits for lines being
+ * written and every line written after it sees the cancel. Returns the lines written, as
+ * "batch/line" (one missing: already written, or its batch stopped).
  */
-export async function writeLineResult(tx: Tx, batchId: string, line: number, result: string, ok: boolean): Promise<boolean> {
-  const rows = await query(tx, sql`
-    UPDATE batch_lines SET result = ${result}, ok = ${ok}
-    WHERE batch_id = ${batchId} AND line = ${line} AND result IS NULL
-      AND (SELECT status FROM batches WHERE id = ${batchId} FOR SHARE) = 'in_progress'
-    RETURNING line`);
-  return rows.length > 0;
+export async function writeLineResults(tx: Tx, lines: ReadonlyArray<{ batchId: string; line: number; result: string; ok: boolean }>): Promise<Set<string>> {
+  if (lines.length === 0) return new Set();
+  const rows = await query<{ batch_id: string; line: number }>(tx, sql`
+    WITH x AS (
+      SELECT * FROM jsonb_to_recordset(${JSON.stringify(lines.map((l) => ({ b: l.batchId, n: l.line, r: l.result, ok: l.ok })))}::jsonb) AS x(b text, n int, r text, ok boolean)
+    ), running AS (
+      SELECT id FROM batches WHERE id IN (SELECT b FROM x) AND status = 'in_progress' ORDER BY id FOR SHARE
+    )
+    UPDATE batch_lines l SET result = x.r, ok = x.ok FROM x
+    WHERE l.batch_id = x.b AND l.line = x.n AND l.result IS NULL AND x.b IN (SELECT id FROM running)
+    RETURNING l.batch_id, l.line`);
+  return new Set(rows.map((r) => `${r.batch_id}/${Number(r.line)}`));
 }
 
 /** The status of a batch now (lines check it between them). */

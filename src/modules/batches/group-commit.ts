@@ -1,31 +1,32 @@
 /**
- * Group commit for batch lines: their holds and their results are written many to a transaction,
- * not one each. Every line of a batch takes its account's row lock twice (hold, settlement); one
- * transaction per line serialised a batch on that lock at ~25 lines/s (a 20,000-line file took
- * 15 minutes). A group is one commit for all the calls that arrived while the previous one ran;
- * each call runs in its own savepoint, so one that fails (a 402) leaves the others in.
+ * Group commit for batch lines' results: the lines that finished while the previous group was being
+ * written are written together by `write`, with ONE statement per kind of row (all results in one
+ * UPDATE, all settlements in one settleBatch) and one commit. The account's row lock is taken by
+ * the group's last statement and held until its commit, not across a statement per line: a group
+ * of 200 lines with a savepoint and statements per line held it for ~200 round trips, and a live
+ * request of the same account waited behind it (a 1.2 s live p99 during a batch).
+ *
+ * When a group's write fails as a whole (a constraint, a deadlock), each of its items is written
+ * again on its own, so one bad line does not fail the others.
  */
-import type { Tx } from "../../db/index.ts";
+type Write<I> = (items: I[]) => Promise<void>;
 
-type Db = { transaction<T>(f: (tx: any) => Promise<T>): Promise<T> };
-
-interface Pending<T> {
-  order: string;
-  run(tx: Tx): Promise<T>;
-  resolve(v: T): void;
+interface Pending<I> {
+  item: I;
+  resolve(): void;
   reject(e: unknown): void;
 }
 
-export class GroupCommit {
-  private queue: Array<Pending<any>> = [];
+export class GroupCommit<I> {
+  private queue: Array<Pending<I>> = [];
   private flushing = false;
 
-  constructor(private readonly db: Db, private readonly maxGroup = 200) {}
+  constructor(private readonly write: Write<I>, private readonly maxGroup = 200) {}
 
-  /** Run `f` in the next group's transaction; `order` sorts the group (lock order: account id). */
-  run<T>(order: string, f: (tx: Tx) => Promise<T>): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      this.queue.push({ order, run: f, resolve, reject });
+  /** Write `item` with the next group; resolves when it is committed. */
+  add(item: I): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.queue.push({ item, resolve, reject });
       if (!this.flushing) void this.flush();
     });
   }
@@ -34,27 +35,14 @@ export class GroupCommit {
     this.flushing = true;
     try {
       while (this.queue.length > 0) {
-        const group = this.queue.splice(0, this.maxGroup).sort((a, b) => (a.order < b.order ? -1 : a.order > b.order ? 1 : 0));
-        const outcomes: Array<{ ok: true; v: unknown } | { ok: false; e: unknown }> = [];
+        const group = this.queue.splice(0, this.maxGroup);
         try {
-          await this.db.transaction(async (tx) => {
-            for (const p of group) {
-              try {
-                outcomes.push({ ok: true, v: await tx.transaction((sp: Tx) => p.run(sp)) });
-              } catch (e) {
-                outcomes.push({ ok: false, e });
-              }
-            }
-          });
+          await this.write(group.map((p) => p.item));
+          for (const p of group) p.resolve();
         } catch (e) {
-          for (const p of group) p.reject(e);
-          continue;
+          if (group.length === 1) group[0]!.reject(e);
+          else for (const p of group) await this.write([p.item]).then(p.resolve, p.reject);
         }
-        group.forEach((p, i) => {
-          const o = outcomes[i]!;
-          if (o.ok) p.resolve(o.v);
-          else p.reject(o.e);
-        });
       }
     } finally {
       this.flushing = false;

@@ -6,7 +6,8 @@
  *
  * Lines run on `slots` = REELAY_BATCH_CONCURRENCY × REELAY_BATCH_SHARE % per instance, so live
  * traffic keeps the rest of the upstreams' concurrency. A line's result and its charge commit in
- * one transaction (writeLineResult + settleOne), keyed by (batch, custom_id): a line cut off by a
+ * one transaction (writeLineResults + settleBatch, for a group of lines: group-commit.ts), keyed
+ * by (batch, custom_id): a line cut off by a
  * kill -9 after its upstream call but before that commit runs again on the instance that takes the
  * slice over — its upstream call is repeated (at most `slots` lines per killed instance), its
  * charge and output line are written once.
@@ -20,7 +21,7 @@ import { randomId } from "../../ids.ts";
 import type { ReasoningSeal } from "../responses/reasoning-seal.ts";
 import { writeFile } from "../files/service.ts";
 import {
-  batchStatus, claimBatchToFinalize, findBatch, writeLineResult, claimBatchToValidate, claimSlices, closeSlice, deleteLines, expireOverdue, failBatch, finishBatch, lineCounts, linesPage,
+  batchStatus, claimBatchToFinalize, findBatch, writeLineResults, claimBatchToValidate, claimSlices, closeSlice, deleteLines, expireOverdue, failBatch, finishBatch, lineCounts, linesPage,
   pendingLines, renewBatchLease, renewSliceLeases, startBatch, type BatchRow, type ClaimedSlice, type PendingLine,
 } from "./batch-table.ts";
 import type { BatchEndpoint } from "./model.ts";
@@ -56,17 +57,21 @@ export function createBatchScheduler(deps: AppDeps, seal: ReasoningSeal): BatchS
     for (const f of w) f();
   };
 
-  // holds and results each go in groups (group-commit.ts); separate groups keep billing's lock order (holds, then accounts)
-  const holds = new GroupCommit(db);
-  const results = new GroupCommit(db);
+  /**
+   * Lines' results and their charges, a group in one transaction of two statements (group-commit.ts):
+   * a line's result and its charge are written both or neither; a settlement whose line was not
+   * written (its batch stopped, or another instance wrote it) only gives its hold back.
+   */
+  const results = new GroupCommit<{ batchId: string; line: PendingLine; out: LineOutcome }>((group) =>
+    db.transaction(async (tx) => {
+      const wrote = await writeLineResults(tx, group.map((g) => ({ batchId: g.batchId, line: g.line.line, result: g.out.result, ok: g.out.ok })));
+      const settlements = group.flatMap((g) => (wrote.has(`${g.batchId}/${g.line.line}`) ? g.out.settlements : g.out.settlements.map(unwritten)));
+      if (settlements.length > 0) await settleBatch(tx, settlements);
+    }),
+  );
 
-  /** The line's result and its charge, in one transaction (a savepoint of the group's): both or neither. */
-  async function commitLine(batchId: string, line: PendingLine, out: LineOutcome): Promise<void> {
-    await results.run(`${batchId}/${String(line.line).padStart(10, "0")}`, async (tx) => {
-      const wrote = await writeLineResult(tx, batchId, line.line, out.result, out.ok);
-      if (out.settlements.length > 0) await settleBatch(tx, out.settlements.map((s) => (wrote ? s : unwritten(s))));
-    });
-  }
+  /** The line's result and its charge, in one transaction: both or neither. */
+  const commitLine = (batchId: string, line: PendingLine, out: LineOutcome) => results.add({ batchId, line, out });
 
   async function runSlice(slice: ClaimedSlice, signal: AbortSignal): Promise<void> {
     const batch = await findBatch(db, slice.batchId, null);
@@ -83,7 +88,7 @@ export function createBatchScheduler(deps: AppDeps, seal: ReasoningSeal): BatchS
         checkedAt = performance.now();
         if ((await batchStatus(db, batch.id)) !== "in_progress") { releaseSlot(); stopped = true; break; }
       }
-      const p: Promise<void> = runLine(deps, seal, holds, view, line, signal)
+      const p: Promise<void> = runLine(deps, seal, view, line, signal)
         .then((out) => commitLine(batch.id, line, out))
         .catch((err) => void deps.logger.error({ err, batchId: batch.id, line: line.line }, "batches: a line's result could not be written; it runs again when its slice is taken over"))
         .finally(() => { releaseSlot(); inFlight.delete(p); });
