@@ -11,28 +11,44 @@
  * Both buckets are asked in parallel (one Redis round trip of latency, not two). The price: when one
  * bucket refuses, the other has already counted the unit, so a refused request can still use up a
  * unit of the other bucket; limits err on the strict side by at most the refused requests.
+ *
+ * Batch lines (modules/batches) count in buckets of their own, at `share` % of each limit (the
+ * operator's REELAY_BATCH_SHARE): a key's batch uses at most that share of its limits, and its live
+ * requests keep their whole limits, exactly as without a batch.
  */
 import type { Principal } from "../auth/authenticate-key.ts";
 import type { RateLimitDefaults } from "../config.ts";
 import { ApiError } from "../errors.ts";
 import type { ConsumeResult, RateLimiter } from "./index.ts";
 
+/** A batch line's limits: its own buckets, at `share` % (1–100) of each of the key's and account's limits. */
+export interface LimitShare {
+  share: number;
+}
+
 export interface RequestLimit {
   /**
-   * Count one request against the key's (and account's) requests-per-minute limit. Throws an
-   * ApiError 429 (with Retry-After and x-ratelimit-*-requests headers) when over; otherwise returns
-   * the x-ratelimit-*-requests headers to add to the response.
+   * Count one request against the key's (and account's) requests-per-minute limit. Throws a
+   * RateLimited 429 (with Retry-After and x-ratelimit-*-requests headers) when over; otherwise returns
+   * the x-ratelimit-*-requests headers to add to the response. `batch`: a batch line's share.
    */
-  admit(principal: Principal): Promise<Record<string, string>>;
+  admit(principal: Principal, batch?: LimitShare): Promise<Record<string, string>>;
 }
 
 export interface TokenBudget {
   /**
-   * Count `tokens` against the key's (and account's) tokens-per-minute limit. Throws an ApiError 429
-   * (with Retry-After and x-ratelimit-*-tokens headers) when over; otherwise returns the
-   * x-ratelimit-*-tokens headers to add to the response.
+   * Count `tokens` against the key's (and account's) tokens-per-minute limit. Throws a RateLimited
+   * 429 (with Retry-After and x-ratelimit-*-tokens headers) when over; otherwise returns the
+   * x-ratelimit-*-tokens headers to add to the response. `batch`: a batch line's share.
    */
-  consume(principal: Principal, tokens: number): Promise<Record<string, string>>;
+  consume(principal: Principal, tokens: number, batch?: LimitShare): Promise<Record<string, string>>;
+}
+
+/** The 429 of a limit: when it fits again, and whether it ever can (a request larger than the limit never does). */
+export class RateLimited extends ApiError {
+  constructor(message: string, opts: ConstructorParameters<typeof ApiError>[3], readonly retryAfterMs: number, readonly tooLarge: boolean) {
+    super(429, "rate_limit_error", message, opts);
+  }
 }
 
 const WINDOW_MS = 60_000;
@@ -59,11 +75,14 @@ export function createRateLimits(opts: {
   const { limiter, defaults } = opts;
   // A principal's buckets, worked out once per principal object (KeyAuthenticator hands out the same
   // object for its cache TTL): the key strings and limits are not rebuilt on every request.
-  const plans = new WeakMap<Principal, Record<LimitKind, Bucket[]>>();
-  const planOf = (principal: Principal) => {
+  // (a batch share's buckets are kept under "<kind>@<share>")
+  const plans = new WeakMap<Principal, Record<string, Bucket[]>>();
+  const bucketsOf = (kind: LimitKind, principal: Principal, batch?: LimitShare) => {
     let plan = plans.get(principal);
     if (!plan) plans.set(principal, (plan = { requests: buckets("requests", principal), tokens: buckets("tokens", principal) }));
-    return plan;
+    if (!batch) return plan[kind];
+    const name = `${kind}@${batch.share}`;
+    return (plan[name] ??= buckets(kind, principal).map((b) => ({ ...b, key: `batch:${b.key}`, limit: Math.max(1, Math.floor((b.limit * batch.share) / 100)) })));
   };
 
   function buckets(kind: LimitKind, principal: Principal): Bucket[] {
@@ -77,8 +96,8 @@ export function createRateLimits(opts: {
     return out;
   }
 
-  async function consume(kind: LimitKind, principal: Principal, cost: number): Promise<Record<string, string>> {
-    const [first, second] = planOf(principal)[kind];
+  async function consume(kind: LimitKind, principal: Principal, cost: number, batch?: LimitShare): Promise<Record<string, string>> {
+    const [first, second] = bucketsOf(kind, principal, batch);
     if (!first) return {};
     // both buckets are asked at once (one Redis round trip of latency when both need one)
     const pending = second ? limiter.consume(second.key, cost, second.limit, WINDOW_MS) : null;
@@ -93,16 +112,16 @@ export function createRateLimits(opts: {
     if (!a.allowed || (b && !b.allowed)) {
       const [bucket, r] = !a.allowed ? [first, a] : [second!, b!];
       opts.onReject?.(kind, bucket.scope);
-      throw rateLimited(kind, bucket.scope, principal, r, cost);
+      throw rateLimited(kind, bucket.scope, principal, r, cost, batch);
     }
     // report the bucket closest to refusing, as a client pacing itself needs that one
     return rateLimitHeaders(kind, b && b.remaining < a.remaining ? b : a);
   }
 
   return {
-    requestLimit: { admit: (principal) => consume("requests", principal, 1) },
+    requestLimit: { admit: (principal, batch) => consume("requests", principal, 1, batch) },
     tokenBudget: {
-      consume: (principal, tokens) => consume("tokens", principal, Math.max(0, Math.ceil(tokens))),
+      consume: (principal, tokens, batch) => consume("tokens", principal, Math.max(0, Math.ceil(tokens)), batch),
     },
   };
 }
@@ -115,18 +134,16 @@ export function rateLimitHeaders(kind: LimitKind, r: ConsumeResult): Record<stri
   };
 }
 
-function rateLimited(kind: LimitKind, scope: LimitScope, principal: Principal, r: ConsumeResult, cost: number): ApiError {
+function rateLimited(kind: LimitKind, scope: LimitScope, principal: Principal, r: ConsumeResult, cost: number, batch?: LimitShare): RateLimited {
   const retryAfter = Math.max(1, Math.ceil(r.resetMs / 1000));
   const unit = kind === "requests" ? "requests per minute (RPM)" : "tokens per minute (TPM)";
-  const who = scope === "key" ? `API key ${principal.keyPrefix}…` : "your account";
+  const who = (scope === "key" ? `API key ${principal.keyPrefix}…` : "your account") + (batch ? ` (its batches' share, ${batch.share} %)` : "");
   const message =
     cost > r.limit
       ? `Request too large: it needs ${cost} tokens but the limit on ${unit} for ${who} is ${r.limit}.`
       : `Rate limit reached for ${unit} on ${who}: limit ${r.limit}. Retry after ${retryAfter} s.`;
-  return new ApiError(429, "rate_limit_error", message, {
-    code: kind === "requests" ? "rate_limit_exceeded" : "tokens_rate_limit_exceeded",
-    headers: { "retry-after": String(retryAfter), ...rateLimitHeaders(kind, r) },
-  });
+  const opts = { code: kind === "requests" ? "rate_limit_exceeded" : "tokens_rate_limit_exceeded", headers: { "retry-after": String(retryAfter), ...rateLimitHeaders(kind, r) } };
+  return new RateLimited(message, opts, r.resetMs, cost > r.limit);
 }
 
 /** OpenAI's (Go's) duration format: "20ms", "1s", "6.5s", "6m0s", "1h2m3s". */

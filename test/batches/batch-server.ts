@@ -25,7 +25,7 @@ export interface BatchServer {
   fake: FakeOpenAI;
   s: TestServer;
   dir: string;
-  newClient(credits?: number, opts?: { models?: string[] }): Promise<BatchClient>;
+  newClient(credits?: number, opts?: { models?: string[]; limits?: Record<string, number> }): Promise<BatchClient>;
   close(): Promise<void>;
 }
 
@@ -51,7 +51,7 @@ export async function startBatchServer(env: Record<string, string> = {}, opts: {
   return {
     fake, s, dir,
     async newClient(credits = 100_000_000, o = {}) {
-      const { key, accountId } = await s.newClient({ credits, models: o.models });
+      const { key, accountId } = await s.newClient({ credits, models: o.models, limits: o.limits });
       const get = async (path: string) => (await fetch(s.url + path, { headers: { authorization: `Bearer ${key}` } })).json();
       return { openai: new OpenAI({ apiKey: key, baseURL: s.url + "/v1", maxRetries: 0 }), key, accountId, get };
     },

@@ -24,6 +24,7 @@ import { createResponse } from "../responses/service.ts";
 import { LineLedger } from "./line-ledger.ts";
 import type { BatchEndpoint } from "./model.ts";
 import type { PendingLine } from "./batch-table.ts";
+import { RateLimited } from "../../rate-limit/key-and-account-limits.ts";
 
 const CHECKS = {
   "/v1/chat/completions": TypeCompiler.Compile(ChatCompletionRequest),
@@ -52,17 +53,18 @@ export async function runLine(deps: AppDeps, seal: ReasoningSeal, batch: { id: s
     delete body.stream; // a batch line is answered whole
     const check = CHECKS[batch.endpoint];
     if (!check.Check(body)) throw invalidInput(check, body);
-    const call = { principal: batch.principal, requestId, signal, startedAt: performance.now(), note: () => {}, route: "batch", batch: { ledger } };
-    let answer: unknown;
-    if (batch.endpoint === "/v1/embeddings") {
-      answer = (await createEmbeddings(deps, batch.principal, body as EmbeddingsBody, { ref: requestId, signal, route: "batch", batch: { ledger } })).body;
-    } else {
+    // the line counts in its batches' share of the key's limits (requests here, tokens in the pipeline)
+    const asBatch = { ledger, limits: { share: deps.config.batchShare } };
+    await paced(() => deps.requestLimit.admit(batch.principal, asBatch.limits), signal);
+    const call = { principal: batch.principal, requestId, signal, startedAt: performance.now(), note: () => {}, route: "batch", batch: asBatch };
+    const answer = await paced(async (): Promise<unknown> => {
+      if (batch.endpoint === "/v1/embeddings") return (await createEmbeddings(deps, batch.principal, body as EmbeddingsBody, { ref: requestId, signal, route: "batch", batch: asBatch })).body;
       const response =
-        batch.endpoint === "/v1/chat/completions" ? await completeChat(deps, { ...call, body: body as ChatCompletionRequest })
-        : batch.endpoint === "/v1/responses" ? await createResponse(deps, { ...call, body: body as ResponsesRequest & Record<string, unknown>, seal })
-        : await createCompletion(deps, { ...call, body: body as CompletionRequest & Record<string, unknown> });
-      answer = await response.json();
-    }
+        batch.endpoint === "/v1/chat/completions" ? await completeChat(deps, { ...call, startedAt: performance.now(), body: body as ChatCompletionRequest })
+        : batch.endpoint === "/v1/responses" ? await createResponse(deps, { ...call, startedAt: performance.now(), body: body as ResponsesRequest & Record<string, unknown>, seal })
+        : await createCompletion(deps, { ...call, startedAt: performance.now(), body: body as CompletionRequest & Record<string, unknown> });
+      return response.json();
+    }, signal);
     const result = { id, custom_id: line.customId, response: { status_code: 200, request_id: requestId, body: answer }, error: null };
     return { ok: true, result: JSON.stringify(result), settlements: ledger.settlements };
   } catch (err) {
@@ -71,6 +73,31 @@ export async function runLine(deps: AppDeps, seal: ReasoningSeal, batch: { id: s
     const result = { id, custom_id: line.customId, response: { status_code: e.status, request_id: requestId, body: e.toJSON() }, error: { code: e.code ?? e.type, message: e.message } };
     return { ok: false, result: JSON.stringify(result), settlements: ledger.settlements };
   }
+}
+
+/**
+ * Run `f` until no limit of the batches' share refuses it: a batch line over its share waits for
+ * the Retry-After (it is paced, not failed); one larger than the share's limit fails (it never fits).
+ * A refused try counts nothing in the live limits (the batch buckets are the batches' own).
+ */
+async function paced<T>(f: () => Promise<T>, signal: AbortSignal): Promise<T> {
+  for (;;) {
+    try {
+      return await f();
+    } catch (err) {
+      if (!(err instanceof RateLimited) || err.tooLarge) throw err;
+      await sleep(Math.max(10, err.retryAfterMs), signal);
+    }
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  signal.throwIfAborted();
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => { signal.removeEventListener("abort", onAbort); resolve(); }, ms);
+    const onAbort = () => { clearTimeout(t); reject(signal.reason); };
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
 }
 
 /** The error line of a line that never ran (the batch was cancelled or expired first). */

@@ -10,6 +10,7 @@
 import type { Principal } from "../../auth/authenticate-key.ts";
 import { ABSURD_TOKENS, applyPlan, batchPlan, openCharge, worstPriceOf, type Charge, type ChargeLedger } from "../../billing/index.ts";
 import type { AppDeps } from "../../deps.ts";
+import type { LimitShare } from "../../rate-limit/key-and-account-limits.ts";
 import { fallbackModels, resolveModel } from "../../registry/resolve-model.ts";
 import type { RequestFacts, RequestTrace } from "../../ops/hooks.ts";
 import { readPluginError, type ChatCompletionRequest as PluginChatRequest, type ChatResult } from "../../plugin-sdk/index.ts";
@@ -63,6 +64,8 @@ export interface PipelineCall {
 export interface BatchLineCall {
   /** takes an exact hold for the line, and its settlement for the transaction that writes the line's output */
   ledger: ChargeLedger;
+  /** the share of the key's limits batch lines count in (REELAY_BATCH_SHARE) */
+  limits: LimitShare;
 }
 
 /** What the chat controller hands the service. */
@@ -199,8 +202,8 @@ export async function prepareRequest<B>(deps: AppDeps, call: PipelineCall, model
     if (cost > worst.cost || (cost === worst.cost && output.maxOutput > worst.output)) worst = { cost, output: output.maxOutput, model: m };
     candidates.push({ model: m, chat: m.instance.chat!, forwarded: output.forwarded as B, allowed: chatAllowance(view.mediaParts, m, promptEstimate, output, choices) });
   }
-  // batch lines run on the batch scheduler's share of capacity, not on the key's live token budget
-  const headers = call.batch ? {} : await deps.tokenBudget.consume(call.principal, promptEstimate + maxOutput * choices);
+  // a batch line counts in its batches' share of the key's token budget (not in the live one)
+  const headers = await deps.tokenBudget.consume(call.principal, promptEstimate + maxOutput * choices, call.batch?.limits);
   const dearest = worst.model === model ? "" : ` (at the prices of fallback ${worst.model.id})`;
   const trace = call.trace;
   if (trace) traceRequest(trace, call, model, view);

@@ -4,6 +4,7 @@
  */
 import type { Principal } from "../../auth/authenticate-key.ts";
 import { applyPlan, batchPlan, credibleCount, openCharge, priceOf, type Charge, type ChargeLedger } from "../../billing/index.ts";
+import type { BatchLineCall } from "../chat/service.ts";
 import type { AppDeps } from "../../deps.ts";
 import { ApiError, badRequest } from "../../errors.ts";
 import { clientErrorFrom, pluginErrorKind } from "../../http/plugin-errors.ts";
@@ -34,7 +35,7 @@ export async function createEmbeddings(
   deps: AppDeps,
   principal: Principal,
   body: EmbeddingsBody,
-  opts: { ref: string; signal: AbortSignal; note?: (facts: RequestFacts) => void; route?: string; batch?: { ledger: ChargeLedger } },
+  opts: { ref: string; signal: AbortSignal; note?: (facts: RequestFacts) => void; route?: string; batch?: BatchLineCall },
 ): Promise<EmbeddingsOutcome> {
   let model = resolveModel(deps, principal, body.model, "embeddings");
   let cap = model.instance.embeddings!;
@@ -51,8 +52,8 @@ export async function createEmbeddings(
 
   await model.ready(opts.signal);
   const estimate = (await countInputTokens(cap, input, limits)).reduce((n, c) => n + c, 0);
-  // batch lines run on the batch scheduler's share of capacity, not on the key's live token budget
-  const headers = opts.batch ? {} : await deps.tokenBudget.consume(principal, estimate);
+  // a batch line counts in its batches' share of the key's token budget (not in the live one)
+  const headers = await deps.tokenBudget.consume(principal, estimate, opts.batch?.limits);
   const started = performance.now();
   // fallbacks that can take this request as sent; the hold covers the dearest of them
   const fallbacks = fallbackModels(deps, principal, model, "embeddings").filter((m) => body.dimensions === undefined || m.instance.embeddings!.supportsDimensions);
