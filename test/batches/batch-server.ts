@@ -17,6 +17,7 @@ export const EMBED_PRICING = { inputPerMillion: 1_000_000 };
 export interface BatchClient {
   openai: OpenAI;
   key: string;
+  keyId: string;
   accountId: string;
   get(path: string): Promise<any>;
 }
@@ -51,9 +52,9 @@ export async function startBatchServer(env: Record<string, string> = {}, opts: {
   return {
     fake, s, dir,
     async newClient(credits = 100_000_000, o = {}) {
-      const { key, accountId } = await s.newClient({ credits, models: o.models, limits: o.limits });
+      const { key, keyId, accountId } = await s.newClient({ credits, models: o.models, limits: o.limits });
       const get = async (path: string) => (await fetch(s.url + path, { headers: { authorization: `Bearer ${key}` } })).json();
-      return { openai: new OpenAI({ apiKey: key, baseURL: s.url + "/v1", maxRetries: 0 }), key, accountId, get };
+      return { openai: new OpenAI({ apiKey: key, baseURL: s.url + "/v1", maxRetries: 0 }), key, keyId, accountId, get };
     },
     async close() {
       await s.close();

@@ -243,27 +243,33 @@ export async function pendingLines(tx: Tx, s: ClaimedSlice): Promise<PendingLine
 /**
  * Write lines' results once, and only while their batch is in progress, in ONE statement: the
  * batches' rows are read FOR SHARE, so a cancel (an UPDATE of that row) waits for lines being
- * written and every line written after it sees the cancel. Returns the lines written, as
- * "batch/line" (one missing: already written, or its batch stopped).
+ * written and every line written after it sees the cancel. A line that charges something is written
+ * only while the batch's key is not revoked (its row read FOR SHARE too, so a revocation waits
+ * likewise): no line is charged after a revocation took effect. Returns the lines written, as
+ * "batch/line" (one missing: already written, or its batch stopped, or its key was revoked).
  */
-export async function writeLineResults(tx: Tx, lines: ReadonlyArray<{ batchId: string; line: number; result: string; ok: boolean }>): Promise<Set<string>> {
+export async function writeLineResults(tx: Tx, lines: ReadonlyArray<{ batchId: string; line: number; result: string; ok: boolean; charges: boolean }>): Promise<Set<string>> {
   if (lines.length === 0) return new Set();
   const rows = await query<{ batch_id: string; line: number }>(tx, sql`
     WITH x AS (
-      SELECT * FROM jsonb_to_recordset(${JSON.stringify(lines.map((l) => ({ b: l.batchId, n: l.line, r: l.result, ok: l.ok })))}::jsonb) AS x(b text, n int, r text, ok boolean)
+      SELECT * FROM jsonb_to_recordset(${JSON.stringify(lines.map((l) => ({ b: l.batchId, n: l.line, r: l.result, ok: l.ok, c: l.charges })))}::jsonb) AS x(b text, n int, r text, ok boolean, c boolean)
     ), running AS (
-      SELECT id FROM batches WHERE id IN (SELECT b FROM x) AND status = 'in_progress' ORDER BY id FOR SHARE
+      SELECT id, key_id FROM batches WHERE id IN (SELECT b FROM x) AND status = 'in_progress' ORDER BY id FOR SHARE
+    ), keys AS (
+      -- every key locked (not only revoked ones): a revocation in flight is waited for, or waits for us
+      SELECT id, revoked_at FROM api_keys WHERE id IN (SELECT key_id FROM running) ORDER BY id FOR SHARE
     )
-    UPDATE batch_lines l SET result = x.r, ok = x.ok FROM x
-    WHERE l.batch_id = x.b AND l.line = x.n AND l.result IS NULL AND x.b IN (SELECT id FROM running)
+    UPDATE batch_lines l SET result = x.r, ok = x.ok FROM x JOIN running ON running.id = x.b
+    WHERE l.batch_id = x.b AND l.line = x.n AND l.result IS NULL AND (NOT x.c OR running.key_id IS NULL OR running.key_id NOT IN (SELECT id FROM keys WHERE revoked_at IS NOT NULL))
     RETURNING l.batch_id, l.line`);
   return new Set(rows.map((r) => `${r.batch_id}/${Number(r.line)}`));
 }
 
-/** The status of a batch now (lines check it between them). */
-export async function batchStatus(tx: Tx, id: string): Promise<BatchStatus | null> {
-  const [r] = await query<{ status: BatchStatus }>(tx, sql`SELECT status FROM batches WHERE id = ${id}`);
-  return r?.status ?? null;
+/** The status of a batch now, and whether the key that created it was revoked since (lines check both between them). */
+export async function batchState(tx: Tx, id: string): Promise<{ status: BatchStatus; keyRevoked: boolean } | null> {
+  const [r] = await query<{ status: BatchStatus; revoked: boolean }>(tx, sql`
+    SELECT b.status, k.revoked_at IS NOT NULL AS revoked FROM batches b LEFT JOIN api_keys k ON k.id = b.key_id WHERE b.id = ${id}`);
+  return r ? { status: r.status, keyRevoked: r.revoked === true } : null;
 }
 
 /** A page of the batch's lines in input order, from line `from` on. */

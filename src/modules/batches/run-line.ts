@@ -70,9 +70,20 @@ export async function runLine(deps: AppDeps, seal: ReasoningSeal, batch: { id: s
   } catch (err) {
     const e = err instanceof ApiError ? err : clientErrorFrom(err);
     if (e.status >= 500 && !(err instanceof ApiError)) deps.logger.warn({ err, batchId: batch.id, customId: line.customId }, "batches: a line failed");
-    const result = { id, custom_id: line.customId, response: { status_code: e.status, request_id: requestId, body: e.toJSON() }, error: { code: e.code ?? e.type, message: e.message } };
-    return { ok: false, result: JSON.stringify(result), settlements: ledger.settlements };
+    return { ok: false, result: errorLine(batch.id, line.customId, e), settlements: ledger.settlements };
   }
+}
+
+/** A line's error line in OpenAI's format: the answer the live route would have given, and its code. */
+function errorLine(batchId: string, customId: string, e: ApiError): string {
+  const result = { id: randomId("batch_req", 24), custom_id: customId, response: { status_code: e.status, request_id: lineRef(batchId, customId), body: e.toJSON() }, error: { code: e.code ?? e.type, message: e.message } };
+  return JSON.stringify(result);
+}
+
+/** The outcome of a line not run because the key that created its batch was revoked: a 401 `key_revoked`, nothing charged. */
+export function revokedLine(batchId: string, customId: string): LineOutcome {
+  const e = new ApiError(401, "authentication_error", "The API key that created this batch was revoked before this request ran; it was not run (nothing charged).", { code: "key_revoked" });
+  return { ok: false, result: errorLine(batchId, customId, e), settlements: [] };
 }
 
 /**

@@ -21,11 +21,11 @@ import { randomId } from "../../ids.ts";
 import type { ReasoningSeal } from "../responses/reasoning-seal.ts";
 import { writeFile } from "../files/service.ts";
 import {
-  batchStatus, claimBatchToFinalize, findBatch, writeLineResults, claimBatchToValidate, claimSlices, closeSlice, deleteLines, expireOverdue, failBatch, finishBatch, lineCounts, linesPage,
+  batchState, claimBatchToFinalize, findBatch, writeLineResults, claimBatchToValidate, claimSlices, closeSlice, deleteLines, expireOverdue, failBatch, finishBatch, lineCounts, linesPage,
   pendingLines, renewBatchLease, renewSliceLeases, startBatch, type BatchRow, type ClaimedSlice, type PendingLine,
 } from "./batch-table.ts";
 import type { BatchEndpoint } from "./model.ts";
-import { runLine, unrunLine, type LineOutcome } from "./run-line.ts";
+import { revokedLine, runLine, unrunLine, type LineOutcome } from "./run-line.ts";
 import { validateInput } from "./validate.ts";
 import { batchEvent } from "./events.ts";
 
@@ -60,11 +60,12 @@ export function createBatchScheduler(deps: AppDeps, seal: ReasoningSeal): BatchS
   /**
    * Lines' results and their charges, a group in one transaction of two statements (group-commit.ts):
    * a line's result and its charge are written both or neither; a settlement whose line was not
-   * written (its batch stopped, or another instance wrote it) only gives its hold back.
+   * written (its batch stopped, another instance wrote it, or its key was revoked: the line then
+   * fails with key_revoked when its slice runs again) only gives its hold back.
    */
   const results = new GroupCommit<{ batchId: string; line: PendingLine; out: LineOutcome }>((group) =>
     db.transaction(async (tx) => {
-      const wrote = await writeLineResults(tx, group.map((g) => ({ batchId: g.batchId, line: g.line.line, result: g.out.result, ok: g.out.ok })));
+      const wrote = await writeLineResults(tx, group.map((g) => ({ batchId: g.batchId, line: g.line.line, result: g.out.result, ok: g.out.ok, charges: g.out.settlements.some((x) => x.mode === "settle") })));
       const settlements = group.flatMap((g) => (wrote.has(`${g.batchId}/${g.line.line}`) ? g.out.settlements : g.out.settlements.map(unwritten)));
       if (settlements.length > 0) await settleBatch(tx, settlements);
     }),
@@ -78,6 +79,8 @@ export function createBatchScheduler(deps: AppDeps, seal: ReasoningSeal): BatchS
     if (!batch || batch.status !== "in_progress") return void (await closeSlice(db, owner, slice, false));
     const view = { id: batch.id, endpoint: batch.endpoint as BatchEndpoint, principal: batch.principal as unknown as Principal };
     const lines = await pendingLines(db, slice);
+    // a line that starts after the batch's key was revoked is not run: it fails with key_revoked, uncharged
+    let keyRevoked = (await batchState(db, batch.id))?.keyRevoked ?? false;
     let checkedAt = performance.now();
     let stopped = false;
     const inFlight = new Set<Promise<void>>();
@@ -86,9 +89,12 @@ export function createBatchScheduler(deps: AppDeps, seal: ReasoningSeal): BatchS
       if (signal.aborted) { releaseSlot(); stopped = true; break; }
       if (performance.now() - checkedAt > STATUS_CHECK_MS) {
         checkedAt = performance.now();
-        if ((await batchStatus(db, batch.id)) !== "in_progress") { releaseSlot(); stopped = true; break; }
+        const state = await batchState(db, batch.id);
+        if (state?.status !== "in_progress") { releaseSlot(); stopped = true; break; }
+        keyRevoked = state.keyRevoked;
       }
-      const p: Promise<void> = runLine(deps, seal, view, line, signal)
+      const outcome = keyRevoked ? Promise.resolve(revokedLine(batch.id, line.customId)) : runLine(deps, seal, view, line, signal);
+      const p: Promise<void> = outcome
         .then((out) => commitLine(batch.id, line, out))
         .catch((err) => void deps.logger.error({ err, batchId: batch.id, line: line.line }, "batches: a line's result could not be written; it runs again when its slice is taken over"))
         .finally(() => { releaseSlot(); inFlight.delete(p); });
