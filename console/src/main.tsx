@@ -6,6 +6,7 @@ import { createApi, ssoSession, ssoSignOut } from "./api.ts";
 import { Layout } from "./components/layout.tsx";
 import { ClientHome } from "./pages/client-home.tsx";
 import { ClientJobs } from "./pages/client-jobs.tsx";
+import { ClientBatches } from "./pages/client-batches.tsx";
 import { Playground } from "./pages/playground.tsx";
 import { AccountDetail } from "./pages/account-detail.tsx";
 import { Accounts } from "./pages/accounts.tsx";
@@ -20,7 +21,7 @@ import { go, useRoute } from "./router.ts";
 import { clearSession, loadSession, saveSession, type Session } from "./session.ts";
 
 const OPERATOR_NAV: Array<[string, string]> = [["overview", "Overview"], ["accounts", "Accounts"], ["keys", "Keys"], ["videos", "Video jobs"], ["models", "Models"], ["operators", "Operators"], ["audit", "Audit log"]];
-const CLIENT_NAV: Array<[string, string]> = [["home", "Usage"], ["jobs", "Video jobs"], ["playground", "Playground"]];
+const CLIENT_NAV: Array<[string, string]> = [["home", "Usage"], ["jobs", "Video jobs"], ["batches", "Batches"], ["playground", "Playground"]];
 
 function App() {
   const [session, setSession] = useState<Session | null>(loadSession);
@@ -66,6 +67,7 @@ function App() {
     else body = <Overview api={api} />;
   } else {
     if (page === "jobs") body = <ClientJobs api={api} />;
+    else if (page === "batches") body = <ClientBatches api={api} />;
     else if (page === "playground") body = <Playground api={api} />;
     else body = <ClientHome api={api} />;
   }

@@ -322,7 +322,7 @@ test("phone width (390 px): every page fits without sideways scrolling", async (
   // signed in once the client's page shows; before that, the sign-in page's own h1 satisfies the
   // loop's wait, and the late sign-in then moved the page to #/home mid-loop (seen under load)
   await p.getByRole("heading", { name: "Usage and credits" }).waitFor();
-  for (const [hash, name] of [["home", "client-usage"], ["jobs", "client-jobs"], ["playground/chat", "playground-chat"], ["playground/embeddings", "playground-embeddings"], ["playground/video", "playground-video"]]) {
+  for (const [hash, name] of [["home", "client-usage"], ["jobs", "client-jobs"], ["batches", "client-batches"], ["playground/chat", "playground-chat"], ["playground/embeddings", "playground-embeddings"], ["playground/video", "playground-video"]]) {
     await p.goto(`${s.url}/console#/${hash}`);
     await p.locator("main h1").first().waitFor();
     if (name === "playground-embeddings") {
@@ -339,6 +339,47 @@ test("phone width (390 px): every page fits without sideways scrolling", async (
   await phone.close();
   expect(pw.foreign).toEqual([]);
   expect(pw.errors).toEqual([]);
+}, 90_000);
+
+test("client: the Batches page shows a batch's progress while it runs, then its counts and files", async () => {
+  w.step("client batches");
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await signIn(page, apiKey);
+  await page.getByRole("heading", { name: "Usage and credits" }).waitFor();
+  // each line's upstream answer takes 6 s: the batch is seen running, then done
+  fake.behave({ tokens: 4, delayHeadersMs: 6_000 });
+  const auth = { authorization: `Bearer ${apiKey}` };
+  const lines = [0, 1, 2].map((i) => JSON.stringify({ custom_id: `q${i}`, method: "POST", url: "/v1/chat/completions", body: { model: "chat-e2e", messages: [{ role: "user", content: `question ${i}` }], max_tokens: 4 } }));
+  const form = new FormData();
+  form.set("purpose", "batch");
+  form.set("file", new Blob([lines.join("\n") + "\n"]), "questions.jsonl");
+  const file = (await (await fetch(s.url + "/v1/files", { method: "POST", headers: auth, body: form })).json()) as any;
+  const created = (await (await fetch(s.url + "/v1/batches", { method: "POST", headers: { ...auth, "content-type": "application/json" }, body: JSON.stringify({ input_file_id: file.id, endpoint: "/v1/chat/completions", completion_window: "24h", metadata: { job: "e2e" } }) })).json()) as any;
+  try {
+    await nav("Batches");
+    await page.getByRole("heading", { name: "Batches" }).waitFor();
+    const card = page.getByRole("article", { name: `Batch ${created.id}` });
+    // the page refreshes by itself while the batch runs
+    await see(card, "in progress");
+    await see(card.getByTestId("batch-counts"), "0 / 3 done");
+    await see(card, "/v1/chat/completions");
+    await see(card, "job=e2e");
+    await card.getByRole("progressbar", { name: "progress" }).waitFor();
+    await shot(page, "client-batches-running-1280");
+    await see(card, "completed", { timeout: 30_000 });
+    await see(card.getByTestId("batch-counts"), "3 / 3 done · 3 ok · 0 failed");
+    await card.getByRole("button", { name: "Download output" }).waitFor();
+    await lacks(card, "Cancel batch");
+    const api = (await (await fetch(`${s.url}/v1/batches/${created.id}`, { headers: auth })).json()) as any;
+    expect(api.request_counts).toEqual({ total: 3, completed: 3, failed: 0 });
+    const download = page.waitForEvent("download");
+    await card.getByRole("button", { name: "Download output" }).click();
+    const saved = await download;
+    expect(saved.suggestedFilename()).toBe(`${created.id}_output.jsonl`);
+    await shot(page, "client-batches-1280");
+  } finally {
+    fake.behave({ tokens: 8, delayBetweenChunksMs: 150 });
+  }
 }, 90_000);
 
 test("nothing left the server's origin and the console logged no errors", () => {
