@@ -63,16 +63,21 @@ export function createBatchScheduler(deps: AppDeps, seal: ReasoningSeal): BatchS
    * written (its batch stopped, another instance wrote it, or its key was revoked: the line then
    * fails with key_revoked when its slice runs again) only gives its hold back.
    */
-  const results = new GroupCommit<{ batchId: string; line: PendingLine; out: LineOutcome }>((group) =>
+  const results = new GroupCommit<{ batchId: string; line: PendingLine; out: LineOutcome; abandon: boolean }>((group) =>
     db.transaction(async (tx) => {
-      const wrote = await writeLineResults(tx, group.map((g) => ({ batchId: g.batchId, line: g.line.line, result: g.out.result, ok: g.out.ok, charges: g.out.settlements.some((x) => x.mode === "settle") })));
+      const kept = group.filter((g) => !g.abandon);
+      const wrote = await writeLineResults(tx, kept.map((g) => ({ batchId: g.batchId, line: g.line.line, result: g.out.result, ok: g.out.ok, charges: g.out.settlements.some((x) => x.mode === "settle") })));
       const settlements = group.flatMap((g) => (wrote.has(`${g.batchId}/${g.line.line}`) ? g.out.settlements : g.out.settlements.map(unwritten)));
       if (settlements.length > 0) await settleBatch(tx, settlements);
     }),
   );
 
-  /** The line's result and its charge, in one transaction: both or neither. */
-  const commitLine = (batchId: string, line: PendingLine, out: LineOutcome) => results.add({ batchId, line, out });
+  /**
+   * The line's result and its charge, in one transaction: both or neither. `abandon`: the line
+   * failed while its slice was being stopped (shutdown, or the slice's lease lost): its failure may
+   * be the stop's, so no result is written, its hold is given back, and it runs again later.
+   */
+  const commitLine = (batchId: string, line: PendingLine, out: LineOutcome, abandon = false) => results.add({ batchId, line, out, abandon });
 
   async function runSlice(slice: ClaimedSlice, signal: AbortSignal): Promise<void> {
     const batch = await findBatch(db, slice.batchId, null);
@@ -95,7 +100,7 @@ export function createBatchScheduler(deps: AppDeps, seal: ReasoningSeal): BatchS
       }
       const outcome = keyRevoked ? Promise.resolve(revokedLine(batch.id, line.customId)) : runLine(deps, seal, view, line, signal);
       const p: Promise<void> = outcome
-        .then((out) => commitLine(batch.id, line, out))
+        .then((out) => commitLine(batch.id, line, out, signal.aborted && !out.ok))
         .catch((err) => void deps.logger.error({ err, batchId: batch.id, line: line.line }, "batches: a line's result could not be written; it runs again when its slice is taken over"))
         .finally(() => { releaseSlot(); inFlight.delete(p); });
       inFlight.add(p);
