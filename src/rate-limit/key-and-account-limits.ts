@@ -28,8 +28,8 @@ export interface LimitShare {
 
 export interface RequestLimit {
   /**
-   * Count one request against the key's (and account's) requests-per-minute limit. Throws a
-   * RateLimited 429 (with Retry-After and x-ratelimit-*-requests headers) when over; otherwise returns
+   * Count one request against the key's (and account's) requests-per-minute limit. Throws an
+   * ApiError 429 (with Retry-After and x-ratelimit-*-requests headers) when over; otherwise returns
    * the x-ratelimit-*-requests headers to add to the response. `batch`: a batch line's share.
    */
   admit(principal: Principal, batch?: LimitShare): Promise<Record<string, string>>;
@@ -37,18 +37,20 @@ export interface RequestLimit {
 
 export interface TokenBudget {
   /**
-   * Count `tokens` against the key's (and account's) tokens-per-minute limit. Throws a RateLimited
+   * Count `tokens` against the key's (and account's) tokens-per-minute limit. Throws an ApiError
    * 429 (with Retry-After and x-ratelimit-*-tokens headers) when over; otherwise returns the
    * x-ratelimit-*-tokens headers to add to the response. `batch`: a batch line's share.
    */
   consume(principal: Principal, tokens: number, batch?: LimitShare): Promise<Record<string, string>>;
 }
 
-/** The 429 of a limit: when it fits again, and whether it ever can (a request larger than the limit never does). */
-export class RateLimited extends ApiError {
-  constructor(message: string, opts: ConstructorParameters<typeof ApiError>[3], readonly retryAfterMs: number, readonly tooLarge: boolean) {
-    super(429, "rate_limit_error", message, opts);
-  }
+/** The refusals this module made: when each fits again, and whether it ever can (a request larger than the limit never does). */
+const refusals = new WeakMap<ApiError, { retryAfterMs: number; tooLarge: boolean }>();
+
+/** `err` is a 429 of these limits that a wait can cure: the ms to wait (its Retry-After, exact); otherwise null. */
+export function retryAfterOf(err: unknown): number | null {
+  const r = err instanceof ApiError ? refusals.get(err) : undefined;
+  return r && !r.tooLarge ? r.retryAfterMs : null;
 }
 
 const WINDOW_MS = 60_000;
@@ -134,7 +136,7 @@ export function rateLimitHeaders(kind: LimitKind, r: ConsumeResult): Record<stri
   };
 }
 
-function rateLimited(kind: LimitKind, scope: LimitScope, principal: Principal, r: ConsumeResult, cost: number, batch?: LimitShare): RateLimited {
+function rateLimited(kind: LimitKind, scope: LimitScope, principal: Principal, r: ConsumeResult, cost: number, batch?: LimitShare): ApiError {
   const retryAfter = Math.max(1, Math.ceil(r.resetMs / 1000));
   const unit = kind === "requests" ? "requests per minute (RPM)" : "tokens per minute (TPM)";
   const who = (scope === "key" ? `API key ${principal.keyPrefix}…` : "your account") + (batch ? ` (its batches' share, ${batch.share} %)` : "");
@@ -142,8 +144,12 @@ function rateLimited(kind: LimitKind, scope: LimitScope, principal: Principal, r
     cost > r.limit
       ? `Request too large: it needs ${cost} tokens but the limit on ${unit} for ${who} is ${r.limit}.`
       : `Rate limit reached for ${unit} on ${who}: limit ${r.limit}. Retry after ${retryAfter} s.`;
-  const opts = { code: kind === "requests" ? "rate_limit_exceeded" : "tokens_rate_limit_exceeded", headers: { "retry-after": String(retryAfter), ...rateLimitHeaders(kind, r) } };
-  return new RateLimited(message, opts, r.resetMs, cost > r.limit);
+  const err = new ApiError(429, "rate_limit_error", message, {
+    code: kind === "requests" ? "rate_limit_exceeded" : "tokens_rate_limit_exceeded",
+    headers: { "retry-after": String(retryAfter), ...rateLimitHeaders(kind, r) },
+  });
+  refusals.set(err, { retryAfterMs: r.resetMs, tooLarge: cost > r.limit });
+  return err;
 }
 
 /** OpenAI's (Go's) duration format: "20ms", "1s", "6.5s", "6m0s", "1h2m3s". */

@@ -24,7 +24,7 @@ import { createResponse } from "../responses/service.ts";
 import { LineLedger } from "./line-ledger.ts";
 import type { BatchEndpoint } from "./model.ts";
 import type { PendingLine } from "./batch-table.ts";
-import { RateLimited } from "../../rate-limit/key-and-account-limits.ts";
+import { retryAfterOf } from "../../rate-limit/key-and-account-limits.ts";
 
 const CHECKS = {
   "/v1/chat/completions": TypeCompiler.Compile(ChatCompletionRequest),
@@ -96,8 +96,9 @@ async function paced<T>(f: () => Promise<T>, signal: AbortSignal): Promise<T> {
     try {
       return await f();
     } catch (err) {
-      if (!(err instanceof RateLimited) || err.tooLarge) throw err;
-      await sleep(Math.max(10, err.retryAfterMs), signal);
+      const wait = retryAfterOf(err);
+      if (wait === null) throw err;
+      await sleep(Math.max(10, wait), signal);
     }
   }
 }
