@@ -6,9 +6,10 @@
  *
  * The hold is its own short transaction: the account's row lock is held for its one statement and
  * the commit, so a live request of the same account never waits behind a batch for more than that.
- * The commit does not wait for the WAL flush (synchronous_commit off): a hold lost in a crash
- * moved no money (its ledger row and its `held` go with it) and its line runs again; the line's
- * settlement, which names the hold, commits synchronously, which flushes the hold's WAL first.
+ * The commit does not wait for the WAL flush (synchronous_commit off): only a Postgres crash can
+ * lose such a hold, and with it its ledger row and its `held` (no money moved); its line runs again,
+ * or, if its upstream call was under way, settleBatch charges it from available credit as it does a
+ * swept hold's. The settlement commits synchronously, which flushes the hold's WAL first.
  */
 import { sql } from "drizzle-orm";
 import { hold, StaleBudgets, type ChargeLedger, type CreditEngine, type Settlement } from "../../billing/index.ts";
