@@ -1,0 +1,50 @@
+/** GroupCommit: items that arrive while a group is written go in the next group; a group that fails is written again item by item, so only a bad item fails. */
+import { expect, test } from "bun:test";
+import { GroupCommit } from "./group-commit.ts";
+
+test("items arriving during a write are written together in the next group", async () => {
+  const groups: number[][] = [];
+  let release!: () => void;
+  const first = new Promise<void>((r) => (release = r));
+  const g = new GroupCommit<number>(async (items) => {
+    groups.push(items);
+    if (groups.length === 1) await first;
+  });
+  const a = g.add(1);
+  const rest = [2, 3, 4].map((i) => g.add(i));
+  release();
+  await Promise.all([a, ...rest]);
+  expect(groups).toEqual([[1], [2, 3, 4]]);
+});
+
+test("a failing group is written again item by item: only the bad item is rejected", async () => {
+  const written: number[] = [];
+  let release!: () => void;
+  const first = new Promise<void>((r) => (release = r));
+  let calls = 0;
+  const g = new GroupCommit<number>(async (items) => {
+    if (calls++ === 0) await first;
+    if (items.includes(13)) throw new Error("bad item");
+    written.push(...items);
+  });
+  const head = g.add(0);
+  const results = [11, 12, 13, 14].map((i) => g.add(i).then(() => "ok", (e: Error) => e.message));
+  release();
+  await head;
+  expect(await Promise.all(results)).toEqual(["ok", "ok", "bad item", "ok"]);
+  expect(written).toEqual([0, 11, 12, 14]);
+});
+
+test("groups are at most maxGroup items", async () => {
+  const sizes: number[] = [];
+  let release!: () => void;
+  const first = new Promise<void>((r) => (release = r));
+  const g = new GroupCommit<number>(async (items) => {
+    sizes.push(items.length);
+    if (sizes.length === 1) await first;
+  }, 3);
+  const all = Array.from({ length: 8 }, (_, i) => g.add(i));
+  release();
+  await Promise.all(all);
+  expect(sizes).toEqual([1, 3, 3, 1]);
+});
