@@ -149,3 +149,62 @@ export async function sweepExpiredHolds(tx: Tx, limit = 500): Promise<number> {
     SELECT id FROM h`);
   return rows.length;
 }
+
+/** One hold of a holdMany group. */
+export interface GroupHold {
+  accountId: string;
+  amount: number;
+  ref: string;
+  reason: string;
+  expiresAt: Date;
+  budget: HoldWindows;
+}
+
+/**
+ * Many request holds in ONE statement (a batch's lines: group commit), so their accounts' rows are
+ * locked for one statement, not for a round trip per hold. A hold is taken when the group's holds
+ * up to it (in order, whether taken or not) fit its account's available credit and each of its
+ * budget windows, at the budgets version it was read at: a conservative prefix, so the group never
+ * overspends. Returns the hold id of each taken one (null: not taken, e.g. short of credit, or
+ * stale budgets): the caller asks `hold()` for that one alone, which takes it or answers exactly
+ * why not (402, budget_exceeded, StaleBudgets).
+ */
+export async function holdMany(tx: Tx, holds: readonly GroupHold[]): Promise<Array<string | null>> {
+  if (holds.length === 0) return [];
+  for (const h of holds) if (!Number.isSafeInteger(h.amount) || h.amount < 0) throw new Error(`hold amount must be a non-negative integer, got ${h.amount}`);
+  const items = holds.map((h, i) => ({ i, id: randomId("hold"), a: h.accountId, x: h.amount, r: h.ref, why: h.reason, exp: h.expiresAt.toISOString(), w: h.budget.windows.map((w) => w.id), v: h.budget.version }));
+  const rows = await query<{ id: string }>(tx, sql`
+    WITH b AS (
+      SELECT * FROM jsonb_to_recordset(${JSON.stringify(items)}::jsonb) AS b(i int, id text, a text, x bigint, r text, why text, exp timestamptz, w text[], v int)
+    ), acc AS (
+      SELECT id, balance, held, budgets_version FROM accounts WHERE id IN (SELECT a FROM b) ORDER BY id FOR UPDATE
+    ), win AS (
+      -- the scalar subquery runs first (an InitPlan): the accounts are locked before any window
+      SELECT id, limit_amount, spent, held FROM budget_windows
+      WHERE id IN (SELECT unnest(w) FROM b) AND (SELECT count(*) FROM acc) >= 0 ORDER BY id FOR UPDATE
+    ), bw AS (
+      -- each hold in each of its windows, with the sum of the group's holds up to it in that window
+      SELECT b.i, u.w, sum(b.x) OVER (PARTITION BY u.w ORDER BY b.i) AS cum FROM b CROSS JOIN LATERAL unnest(b.w) AS u(w)
+    ), ok AS MATERIALIZED (
+      SELECT b.* FROM b JOIN acc ON acc.id = b.a
+      WHERE acc.budgets_version = b.v
+        AND (SELECT sum(b2.x) FROM b b2 WHERE b2.a = b.a AND b2.i <= b.i) <= acc.balance - acc.held
+        AND NOT EXISTS (SELECT 1 FROM bw LEFT JOIN win ON win.id = bw.w WHERE bw.i = b.i AND (win.id IS NULL OR bw.cum > win.limit_amount - win.spent - win.held))
+    ), au AS (
+      UPDATE accounts SET held = acc.held + t.s FROM acc JOIN (SELECT a, sum(x) AS s FROM ok GROUP BY a) t ON t.a = acc.id WHERE accounts.id = acc.id
+    ), wu AS (
+      UPDATE budget_windows SET held = win.held + t.s
+      FROM win JOIN (SELECT u.w, sum(ok.x) AS s FROM ok CROSS JOIN LATERAL unnest(ok.w) AS u(w) GROUP BY u.w) t ON t.w = win.id
+      WHERE budget_windows.id = win.id
+    ), h AS (
+      INSERT INTO holds (id, account_id, ref, kind, amount, expires_at, windows)
+      SELECT id, a, r, 'request', x, exp, CASE WHEN cardinality(w) > 0 THEN w END FROM ok
+      RETURNING id
+    ), l AS (
+      INSERT INTO ledger (account_id, kind, amount, held_change, hold_id, ref, reason)
+      SELECT a, 'hold', 0, x, id, r, why FROM ok
+    )
+    SELECT id FROM h`);
+  const taken = new Set(rows.map((r) => r.id));
+  return items.map((it) => (taken.has(it.id) ? it.id : null));
+}

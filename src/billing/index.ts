@@ -16,7 +16,7 @@
  * each request or job is charged at most once (one usage row per ref).
  */
 export { accountNotFound, adjust, clientBalance, getBalance, grant, leasedIdle, type Balance, type OperatorBalance } from "./credits.ts";
-export { hold, sweepExpiredHolds, type Hold } from "./exact-holds.ts";
+export { hold, holdMany, sweepExpiredHolds, type GroupHold, type Hold } from "./exact-holds.ts";
 export { settleBatch, settleOne, type Settlement, type SettlementResult, type SingleSettlement } from "./settle-batch.ts";
 export { DEFAULT_BATCH_PERCENT, effectiveRate, effectiveSizeRates, priceOf, videoRate, worstPriceOf, type BillableUsage, type EffectivePricing } from "./price.ts";
 export { applyPlan, batchPlan, PlanBook, pricingFacts, type PricePlan } from "./plans.ts";

@@ -3,9 +3,10 @@
  * (REELAY_BATCH_SHARE, here 50 %): a line larger than the share's token limit fails with
  * tokens_rate_limit_exceeded, lines over the share's rate wait for it (none fails), and the live
  * requests of the same key keep their whole limits while the batch runs, exactly as without it.
+ * And a key's budget running out mid-batch (the group-committed holds' budget windows).
  */
 import { afterAll, beforeAll, beforeEach, expect, test } from "bun:test";
-import { chatLine, fileLines, startBatchServer, uploadBatchFile, waitForBatch, type BatchServer } from "./batch-server.ts";
+import { chatLine, fileLines, startBatchServer, uploadBatchFile, usageRows, waitForBatch, type BatchServer } from "./batch-server.ts";
 
 let t: BatchServer;
 beforeAll(async () => { t = await startBatchServer({ REELAY_BATCH_SHARE: "50" }); }, 60_000);
@@ -88,3 +89,30 @@ test("lines over the batches' share of the key's request rate wait for it (none 
   expect(done.request_counts).toEqual({ total, completed: total, failed: 0 });
   expect(t.fake.requests.filter((r) => r.path === "/v1/chat/completions")).toHaveLength(total);
 }, 120_000);
+
+test("a key's budget running out mid-batch: the rest fail with budget_exceeded, the window never goes past its limit, nothing stays held", async () => {
+  const credits = 100_000_000;
+  const c = await t.newClient(credits);
+  const limit = 400; // micro-dollars: a few lines' worth at the batch price
+  expect((await t.s.admin(`/admin/keys/${c.keyId}/budgets`, { method: "PUT", body: { budgets: [{ period: "day", limit }] } })).status).toBe(200);
+  t.fake.behave({ tokens: 2 });
+  const total = 40;
+  const file = await uploadBatchFile(c.openai, Array.from({ length: total }, (_, i) => chatLine(i)));
+  const b = await c.openai.batches.create({ input_file_id: file.id, endpoint: "/v1/chat/completions", completion_window: "24h" });
+  const done = await waitForBatch(c.openai, b.id);
+  expect(done.status).toBe("completed");
+  const out = await fileLines(c.openai, done.output_file_id);
+  const errors = await fileLines(c.openai, done.error_file_id);
+  expect(out.length).toBeGreaterThan(0);
+  expect(errors.length).toBeGreaterThan(0);
+  expect(out.length + errors.length).toBe(total);
+  for (const e of errors) expect(e).toMatchObject({ response: { status_code: 402 }, error: { code: "budget_exceeded" } });
+  const charged = (await usageRows(c)).filter((u) => u.route === "batch" && u.cost > 0);
+  expect(charged.map((u) => u.ref).sort()).toEqual(out.map((l) => `${b.id}:${l.custom_id}`).sort());
+  const spent = charged.reduce((n, u) => n + u.cost, 0);
+  expect(spent).toBeLessThanOrEqual(limit);
+  const view = (await (await t.s.admin(`/admin/keys/${c.keyId}/budgets`)).json()) as any;
+  expect(view.data[0].window).toMatchObject({ spent, reserved: 0 });
+  const acct = await c.get("/v1/account");
+  expect([acct.balance, acct.held]).toEqual([credits - spent, 0]);
+}, 60_000);

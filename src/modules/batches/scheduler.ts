@@ -15,6 +15,7 @@
 import { every, type BackgroundTask } from "../../background.ts";
 import { settleBatch, type Settlement } from "../../billing/index.ts";
 import { GroupCommit } from "./group-commit.ts";
+import { LineHolds } from "./line-ledger.ts";
 import type { Principal } from "../../auth/authenticate-key.ts";
 import type { AppDeps } from "../../deps.ts";
 import { randomId } from "../../ids.ts";
@@ -57,6 +58,9 @@ export function createBatchScheduler(deps: AppDeps, seal: ReasoningSeal): BatchS
     for (const f of w) f();
   };
 
+  /** the lines' holds, a group to a statement (line-ledger.ts) */
+  const holds = new LineHolds(db);
+
   /**
    * Lines' results and their charges, a group in one transaction of two statements (group-commit.ts):
    * a line's result and its charge are written both or neither; a settlement whose line was not
@@ -98,7 +102,7 @@ export function createBatchScheduler(deps: AppDeps, seal: ReasoningSeal): BatchS
         if (state?.status !== "in_progress") { releaseSlot(); stopped = true; break; }
         keyRevoked = state.keyRevoked;
       }
-      const outcome = keyRevoked ? Promise.resolve(revokedLine(batch.id, line.customId)) : runLine(deps, seal, view, line, signal);
+      const outcome = keyRevoked ? Promise.resolve(revokedLine(batch.id, line.customId)) : runLine(deps, seal, holds, view, line, signal);
       const p: Promise<void> = outcome
         .then((out) => commitLine(batch.id, line, out, signal.aborted && !out.ok))
         .catch((err) => void deps.logger.error({ err, batchId: batch.id, line: line.line }, "batches: a line's result could not be written; it runs again when its slice is taken over"))
