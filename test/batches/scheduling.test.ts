@@ -122,7 +122,8 @@ describe("expiry", () => {
 
 describe("size", () => {
   test("a 20,000-line embeddings file: every line once in the output, one usage row each", async () => {
-    const t = await startBatchServer({ REELAY_BATCH_SLICE_LINES: "500", REELAY_BATCH_CONCURRENCY: "64" }, { fake });
+    // no requests-per-minute limit: with the default 600 a key's batches take 300 lines a minute (their share)
+    const t = await startBatchServer({ REELAY_BATCH_SLICE_LINES: "500", REELAY_BATCH_CONCURRENCY: "64", REELAY_RATE_RPM: "0" }, { fake });
     try {
       fake.reset();
       const c = await t.newClient(1_000_000_000);
