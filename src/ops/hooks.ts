@@ -56,6 +56,12 @@ export interface RequestLog {
   end(request: Request, e: RequestEnd, models: { get(id: string): unknown }): void;
   /** write what is pending (lines may wait a few ms to be written together); called at shutdown */
   flush(): void;
+  /**
+   * Resolves once every request begun has ended (its line written, its span ended), or after
+   * `ms`: false then. At shutdown, after the server stopped: a response can reach its client a
+   * little before the hook that ends it runs, and a line or span ended after the exporters close is lost.
+   */
+  idle(ms: number): Promise<boolean>;
 }
 
 /** A span attribute value (undefined: left out). */
@@ -115,7 +121,7 @@ export type ReadinessCheck = () => Promise<{ name: string; ok: boolean; detail?:
 export const noRequestLimit: RequestLimit = { admit: async () => ({}) };
 export const noTokenBudget: TokenBudget = { consume: async () => ({}) };
 export const noTelemetry: Telemetry = { upstream() {}, charged() {}, videoTransition() {} };
-export const noRequestLog: RequestLog = { begin() {}, note() {}, end() {}, flush() {} };
+export const noRequestLog: RequestLog = { begin() {}, note() {}, end() {}, flush() {}, idle: async () => true };
 export const noTracing: Tracing = { of: () => undefined, background: () => undefined, close: async () => {} };
 
 /** The parts of AppDeps that the ops module provides. */

@@ -87,6 +87,7 @@ export function createOtelTracing(config: TracingConfig, logger: Logger, version
           traces.get(request)?.responded(e);
         },
         flush: inner.flush,
+        idle: inner.idle,
       };
     },
   };
