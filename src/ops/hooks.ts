@@ -74,6 +74,8 @@ export interface TraceSpan {
   end(err?: unknown): void;
   /** a span under this one, from now until its end */
   child(name: string, attributes?: Record<string, TraceValue>): TraceSpan;
+  /** calls this step makes to a remote service (CallOptions.trace): their `traceparent` names this span, or its open attempt */
+  readonly upstream: CallTrace;
 }
 
 /** The trace of one request in flight: its server span, and the steps under it. */

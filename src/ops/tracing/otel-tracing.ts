@@ -65,7 +65,7 @@ export function createOtelTracing(config: TracingConfig, logger: Logger, version
       const parent = linkTo ? propagator.extract(ROOT_CONTEXT, { traceparent: linkTo }, recordGetter) : ROOT_CONTEXT;
       const linked = trace.getSpanContext(parent);
       const span = tracer.startSpan(name, { kind: SpanKind.INTERNAL, attributes: clean(attributes), links: linked ? [{ context: linked, attributes: { "reelay.link": "submitted_by" } }] : [] }, parent);
-      return span.isRecording() ? new OtelSpan(tracer, span) : undefined;
+      return span.isRecording() ? new OtelSpan(tracer, span, addressOf) : undefined;
     },
     async close() {
       await provider.shutdown().catch((err) => log.warn({ err }, "tracing: could not export the last spans"));
@@ -119,11 +119,51 @@ function clean(attributes: Record<string, TraceValue> | undefined): Attributes {
   return out;
 }
 
+/**
+ * The upstream side of a span: `outgoing` gives the W3C headers of the attempt open now (else of
+ * the span itself) and records the address called on it; `attempt` opens a client span under it.
+ * A request's span and a background span (a job's step, a webhook delivery) use the same one.
+ */
+class UpstreamCalls implements CallTrace {
+  /** the attempt span open now: an upstream request made now belongs to it */
+  private attemptSpan: Span | null = null;
+  constructor(private readonly tracer: Tracer, private readonly span: Span, private readonly addressOf: (url: string) => Attributes) {}
+
+  attempt(info: { deployment?: string; attempt: number }): AttemptTrace {
+    const span = this.tracer.startSpan(`upstream attempt ${info.attempt}`, { kind: SpanKind.CLIENT, attributes: clean({ [REELAY.deployment]: info.deployment, [REELAY.attempt]: info.attempt }) }, trace.setSpan(ROOT_CONTEXT, this.span));
+    this.attemptSpan = span;
+    let ended = false;
+    return {
+      end: (err) => {
+        if (ended) return;
+        ended = true;
+        if (this.attemptSpan === span) this.attemptSpan = null;
+        if (err !== undefined) failed(span, err);
+        span.end();
+      },
+    };
+  }
+
+  outgoing(url: string): Record<string, string> {
+    const span = this.attemptSpan ?? this.span;
+    const address = this.addressOf(url);
+    span.setAttributes(address);
+    if (span !== this.span) this.span.setAttributes(address);
+    const carrier: Record<string, string> = {};
+    propagator.inject(trace.setSpan(ROOT_CONTEXT, span), carrier, defaultTextMapSetter);
+    return carrier;
+  }
+}
+
 class OtelSpan implements TraceSpan {
   private ended = false;
-  constructor(private readonly tracer: Tracer, readonly span: Span) {}
+  private calls: UpstreamCalls | null = null;
+  constructor(private readonly tracer: Tracer, readonly span: Span, private readonly addressOf: (url: string) => Attributes) {}
+  get upstream(): CallTrace {
+    return (this.calls ??= new UpstreamCalls(this.tracer, this.span, this.addressOf));
+  }
   child(name: string, attributes?: Record<string, TraceValue>): TraceSpan {
-    return new OtelSpan(this.tracer, this.tracer.startSpan(name, { kind: SpanKind.INTERNAL, attributes: clean(attributes) }, trace.setSpan(ROOT_CONTEXT, this.span)));
+    return new OtelSpan(this.tracer, this.tracer.startSpan(name, { kind: SpanKind.INTERNAL, attributes: clean(attributes) }, trace.setSpan(ROOT_CONTEXT, this.span)), this.addressOf);
   }
   set(attributes: Record<string, TraceValue>): void {
     this.span.setAttributes(clean(attributes));
@@ -164,15 +204,10 @@ class OtelRequestTrace implements RequestTrace {
   private response: RequestEnd | null = null;
   private ended = false;
   private named = false;
-  /** the attempt span open now: an upstream request made now belongs to it */
-  private attemptSpan: Span | null = null;
 
   constructor(private readonly tracer: Tracer, readonly span: Span, readonly content: boolean, private readonly addressOf: (url: string) => Attributes) {
     this.context = trace.setSpan(ROOT_CONTEXT, span);
-    this.upstream = {
-      outgoing: (url) => this.outgoing(url),
-      attempt: (info) => this.attempt(info),
-    };
+    this.upstream = new UpstreamCalls(tracer, span, addressOf);
   }
 
   set(attributes: Record<string, TraceValue>): void {
@@ -185,7 +220,7 @@ class OtelRequestTrace implements RequestTrace {
   }
 
   child(name: string, attributes?: Record<string, TraceValue>): TraceSpan {
-    return new OtelSpan(this.tracer, this.tracer.startSpan(name, { kind: SpanKind.INTERNAL, attributes: clean(attributes) }, this.context));
+    return new OtelSpan(this.tracer, this.tracer.startSpan(name, { kind: SpanKind.INTERNAL, attributes: clean(attributes) }, this.context), this.addressOf);
   }
 
   traceparent(): string {
@@ -230,30 +265,6 @@ class OtelRequestTrace implements RequestTrace {
     this.span.end();
   }
 
-  private attempt(info: { deployment?: string; attempt: number }): AttemptTrace {
-    const span = this.tracer.startSpan(`upstream attempt ${info.attempt}`, { kind: SpanKind.CLIENT, attributes: clean({ [REELAY.deployment]: info.deployment, [REELAY.attempt]: info.attempt }) }, this.context);
-    this.attemptSpan = span;
-    let ended = false;
-    return {
-      end: (err) => {
-        if (ended) return;
-        ended = true;
-        if (this.attemptSpan === span) this.attemptSpan = null;
-        if (err !== undefined) failed(span, err);
-        span.end();
-      },
-    };
-  }
-
-  private outgoing(url: string): Record<string, string> {
-    const span = this.attemptSpan ?? this.span;
-    const address = this.addressOf(url);
-    span.setAttributes(address);
-    if (span !== this.span) this.span.setAttributes(address);
-    const carrier: Record<string, string> = {};
-    propagator.inject(trace.setSpan(ROOT_CONTEXT, span), carrier, defaultTextMapSetter);
-    return carrier;
-  }
 }
 
 /** server.address / server.port of upstream URLs, each origin parsed once (a model calls a few) */
