@@ -25,7 +25,7 @@ import {
 import type { TracingConfig } from "../../config.ts";
 import type { Logger } from "../../logger.ts";
 import type { AttemptTrace, CallTrace } from "../../plugin-sdk/index.ts";
-import type { RequestEnd, RequestFacts, RequestLog, RequestTrace, TraceSpan, TraceValue, Tracing } from "../hooks.ts";
+import type { RequestEnd, RequestFacts, RequestLog, RequestTrace, TraceSpan, TraceValue, Tracing, WorkTrace } from "../hooks.ts";
 import { GEN_AI, REELAY } from "./attributes.ts";
 
 const propagator = new W3CTraceContextPropagator();
@@ -59,13 +59,21 @@ export function createOtelTracing(config: TracingConfig, logger: Logger, version
   let exportFailures = 0;
   const log = logger.child({ component: "tracing" });
 
+  /** a span of background work: a child of the request `linkTo` names, with a link to it (what tools show as "follows from") */
+  const backgroundSpan = (name: string, linkTo: string | null, attributes: Record<string, TraceValue> | undefined) => {
+    const parent = linkTo ? propagator.extract(ROOT_CONTEXT, { traceparent: linkTo }, recordGetter) : ROOT_CONTEXT;
+    const linked = trace.getSpanContext(parent);
+    return tracer.startSpan(name, { kind: SpanKind.INTERNAL, attributes: clean(attributes), links: linked ? [{ context: linked, attributes: { "reelay.link": "submitted_by" } }] : [] }, parent);
+  };
   const tracing: OtelTracing = {
     of: (request) => traces.get(request),
     background(name, linkTo, attributes) {
-      const parent = linkTo ? propagator.extract(ROOT_CONTEXT, { traceparent: linkTo }, recordGetter) : ROOT_CONTEXT;
-      const linked = trace.getSpanContext(parent);
-      const span = tracer.startSpan(name, { kind: SpanKind.INTERNAL, attributes: clean(attributes), links: linked ? [{ context: linked, attributes: { "reelay.link": "submitted_by" } }] : [] }, parent);
+      const span = backgroundSpan(name, linkTo, attributes);
       return span.isRecording() ? new OtelSpan(tracer, span, addressOf) : undefined;
+    },
+    work(name, linkTo, attributes): WorkTrace | undefined {
+      const span = backgroundSpan(name, linkTo, attributes);
+      return span.isRecording() ? new OtelRequestTrace(tracer, span, config.content, addressOf) : undefined;
     },
     async close() {
       await provider.shutdown().catch((err) => log.warn({ err }, "tracing: could not export the last spans"));
@@ -197,13 +205,15 @@ const FACT_ATTRIBUTES: Partial<Record<keyof RequestFacts, string>> = {
   disconnected: REELAY.disconnected,
 };
 
-class OtelRequestTrace implements RequestTrace {
+class OtelRequestTrace implements WorkTrace {
   readonly upstream: CallTrace;
   private context: Context;
   private holds = 0;
   private response: RequestEnd | null = null;
   private ended = false;
   private named = false;
+  /** background work (Tracing.work) said it is done */
+  private finished = false;
 
   constructor(private readonly tracer: Tracer, readonly span: Span, readonly content: boolean, private readonly addressOf: (url: string) => Attributes) {
     this.context = trace.setSpan(ROOT_CONTEXT, span);
@@ -259,8 +269,16 @@ class OtelRequestTrace implements RequestTrace {
     this.maybeEnd();
   }
 
+  /** the end of background work (a request's span ends with its response instead) */
+  end(err?: unknown): void {
+    if (this.finished) return;
+    this.finished = true;
+    if (err !== undefined) failed(this.span, err);
+    this.maybeEnd();
+  }
+
   private maybeEnd() {
-    if (this.ended || this.response === null || this.holds > 0) return;
+    if (this.ended || (this.response === null && !this.finished) || this.holds > 0) return;
     this.ended = true;
     this.span.end();
   }
