@@ -25,6 +25,8 @@ import type { GroupCommit } from "./group-commit.ts";
 import { LineLedger } from "./line-ledger.ts";
 import type { BatchEndpoint } from "./model.ts";
 import type { PendingLine } from "./batch-table.ts";
+import type { RequestFacts } from "../../ops/hooks.ts";
+import { REELAY } from "../../ops/tracing/attributes.ts";
 
 const CHECKS = {
   "/v1/chat/completions": TypeCompiler.Compile(ChatCompletionRequest),
@@ -44,16 +46,21 @@ export interface LineOutcome {
 /** The line's charge ref, the key of "at most once": one per (batch, custom_id). */
 export const lineRef = (batchId: string, customId: string) => `${batchId}:${customId}`;
 
-export async function runLine(deps: AppDeps, seal: ReasoningSeal, holds: GroupCommit, batch: { id: string; endpoint: BatchEndpoint; principal: Principal }, line: PendingLine, signal: AbortSignal): Promise<LineOutcome> {
+export async function runLine(deps: AppDeps, seal: ReasoningSeal, holds: GroupCommit, batch: { id: string; endpoint: BatchEndpoint; principal: Principal; traceparent: string | null }, line: PendingLine, signal: AbortSignal): Promise<LineOutcome> {
   const ledger = new LineLedger({ holds, billing: deps.billing, holdTtlMs: deps.config.holdTtlMs });
   const requestId = lineRef(batch.id, line.customId);
   const id = randomId("batch_req", 24);
+  // tracing on (and the batch created with it): the line is a span in the creating request's trace,
+  // with the pipeline's charge, attempt and settlement spans under it, like a request's
+  const trace = batch.traceparent
+    ? deps.tracing.work("batch.line", batch.traceparent, { [REELAY.batchId]: batch.id, [REELAY.batchCustomId]: line.customId, [REELAY.batchLine]: line.line + 1, [REELAY.route]: "batch", [REELAY.requestId]: requestId })
+    : undefined;
   try {
     const body = { ...line.body };
     delete body.stream; // a batch line is answered whole
     const check = CHECKS[batch.endpoint];
     if (!check.Check(body)) throw invalidInput(check, body);
-    const call = { principal: batch.principal, requestId, signal, startedAt: performance.now(), note: () => {}, route: "batch", batch: { ledger } };
+    const call = { principal: batch.principal, requestId, signal, startedAt: performance.now(), note: trace ? (facts: RequestFacts) => trace.note(facts) : () => {}, route: "batch", batch: { ledger }, trace };
     let answer: unknown;
     if (batch.endpoint === "/v1/embeddings") {
       answer = (await createEmbeddings(deps, batch.principal, body as EmbeddingsBody, { ref: requestId, signal, route: "batch", batch: { ledger } })).body;
@@ -65,11 +72,15 @@ export async function runLine(deps: AppDeps, seal: ReasoningSeal, holds: GroupCo
       answer = await response.json();
     }
     const result = { id, custom_id: line.customId, response: { status_code: 200, request_id: requestId, body: answer }, error: null };
+    trace?.set({ [REELAY.batchOutcome]: "completed" });
+    trace?.end();
     return { ok: true, result: JSON.stringify(result), settlements: ledger.settlements };
   } catch (err) {
     const e = err instanceof ApiError ? err : clientErrorFrom(err);
     if (e.status >= 500 && !(err instanceof ApiError)) deps.logger.warn({ err, batchId: batch.id, customId: line.customId }, "batches: a line failed");
     const result = { id, custom_id: line.customId, response: { status_code: e.status, request_id: requestId, body: e.toJSON() }, error: { code: e.code ?? e.type, message: e.message } };
+    trace?.set({ [REELAY.batchOutcome]: "failed", "http.response.status_code": e.status });
+    trace?.end({ message: e.message, kind: e.code ?? e.type });
     return { ok: false, result: JSON.stringify(result), settlements: ledger.settlements };
   }
 }
