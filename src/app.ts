@@ -47,13 +47,17 @@ export function createApp(deps: AppDeps) {
   let methodsFor: (path: string) => string[] = () => [];
   let bodySchema: ReturnType<typeof bodySchemaIndex> = () => undefined;
   const app = new Elysia()
-    .onRequest(({ request, set }) => {
+    .onRequest(({ set }) => {
       // Always reelay's own id, never the client's: it is also the billing reference of the
       // request (one hold per reference), so a client reusing an id must not collide.
       set.headers["x-request-id"] = randomId("req", 16);
+    })
+    // a preflight is answered here, from onRequest, and Elysia runs no afterResponse hook for such
+    // an answer: the request log begins after it, so every request it begins also ends
+    .use(cors(deps.config.corsOrigins))
+    .onRequest(({ request }) => {
       deps.requestLog.begin(request);
     })
-    .use(cors(deps.config.corsOrigins))
     .onRequest(({ request }) => {
       // declared too large: refused before a byte is read (chunked bodies are counted by jsonBody)
       const length = Number(request.headers.get("content-length") ?? 0);

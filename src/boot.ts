@@ -46,6 +46,8 @@ export const SHUTDOWN_CLOSE_MS = 5_000;
 const CUT_MS = 1_000;
 /** of SHUTDOWN_CLOSE_MS, what settlements get to reach the database at least (the rest stays in the journal) */
 const SETTLE_MIN_MS = 2_000;
+/** the least time shutdown waits for requests already answered to end (their line and span) */
+const IDLE_MIN_MS = 1_000;
 
 /** One turn of the event loop: between the slow synchronous steps of the boot, the startup gate answers. */
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -212,6 +214,8 @@ export async function startServer(config: Config, opts: { logger?: Logger; liste
           if ((await Promise.race([graceful, after(CUT_MS)])) === "timeout") await server.stop(true);
         }
       }
+      // the last responses' own ends (request lines, server spans) run just after they were sent
+      if (!(await deps.requestLog.idle(Math.max(graceEnds - performance.now(), IDLE_MIN_MS)))) logger.warn("shutting down: some requests never reported their end; their log lines and spans are missing");
       await tasksStopped;
       await deps.billing.stop(Math.max(graceEnds - performance.now(), SETTLE_MIN_MS));
       await deps.registry.close();

@@ -3,7 +3,7 @@
  * `oidc-provider` package) started here: sign in through the IdP's own login and consent pages, the
  * role from the `groups` claim through REELAY_OIDC_ROLE_MAP, the session cookie's attributes, CSRF on
  * changes, refusal of a user with no mapped role, idle and absolute expiry, sign-out, and a forged
- * or replayed state refused. Each sign-in and sign-out is in the audit log.
+ * or replayed state refused, and a forged, replayed or missing nonce. Each sign-in and sign-out is in the audit log.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { createServer, type Server } from "node:http";
@@ -176,4 +176,52 @@ test("a forged or replayed state is refused", async () => {
   await context.close();
   expect((await s.admin("/admin/me")).status).toBe(200); // the bootstrap token is untouched by all this
   void ADMIN_TOKEN;
+}, 120_000);
+
+test("a forged or replayed nonce is refused, and its sign-in cannot be retried", async () => {
+  // the IdP URL /sso/login hands out, its nonce changed on the way to the IdP: the ID token then
+  // carries a nonce this sign-in never issued (state, PKCE and the code are all genuine)
+  const loginUrl = async () => new URL((await fetch(`${s.url}/sso/login`, { redirect: "manual" })).headers.get("location")!);
+  const through = async (url: URL, login: string) => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    page.setDefaultTimeout(15_000);
+    const callback = page.waitForResponse((r) => r.url().startsWith(`${s.url}/sso/callback`));
+    await page.goto(url.toString());
+    await page.locator('input[name="login"]').fill(login);
+    await page.locator('input[name="password"]').fill("any");
+    await page.getByRole("button", { name: "Sign-in" }).click();
+    const cont = page.getByRole("button", { name: "Continue" });
+    if (await cont.isVisible({ timeout: 5_000 }).catch(() => false)) await cont.click();
+    const res = await callback;
+    const out = { status: res.status(), url: res.url(), code: res.status() === 400 ? ((await res.json()) as any).error.code : null, cookie: await cookieOf(context) };
+    await context.close();
+    return out;
+  };
+  const signIns = async () => ((await (await s.admin("/admin/audit-log?action=sso.sign_in&limit=500")).json()) as any).data.length;
+  const before = await signIns();
+
+  const first = await loginUrl();
+  const usedNonce = first.searchParams.get("nonce")!;
+  expect(usedNonce.length).toBeGreaterThan(20);
+  const ok = await through(first, "ada");
+  expect(ok.status).toBe(302);
+  expect(ok.cookie).toBeDefined();
+
+  const replayed = await loginUrl();
+  expect(replayed.searchParams.get("nonce")).not.toBe(usedNonce); // a fresh nonce per sign-in
+  replayed.searchParams.set("nonce", usedNonce);
+  const forged = await loginUrl();
+  forged.searchParams.set("nonce", "forged-nonce-0123456789abcdefghijklmno");
+  const missing = await loginUrl();
+  missing.searchParams.delete("nonce");
+  for (const [what, url] of Object.entries({ replayed, forged, missing })) {
+    const res = await through(url, "ada");
+    expect(`${what}: ${res.status} ${res.code}`).toBe(`${what}: 400 invalid_nonce`);
+    expect(res.cookie).toBeUndefined();
+    // the refused sign-in's state is spent: the same callback again is an unknown sign-in
+    const again = await fetch(res.url, { redirect: "manual" });
+    expect(((await again.json()) as any).error.code).toBe("invalid_state");
+  }
+  expect(await signIns()).toBe(before + 1);
 }, 120_000);

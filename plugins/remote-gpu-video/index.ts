@@ -86,7 +86,7 @@ export default definePlugin({
         async submit(req, call) {
           // a worker failing at submit (unreachable, 5xx, 429, no job id) → the next one, before the job fails or waits
           const { value: handle, lease } = await routedCall(router, call, async ({ deployment: d }) => {
-            const { json } = await d.target.run(buildInput(req, opts.inputMapping, opts.staticInput), call.signal);
+            const { json } = await d.target.run(buildInput(req, opts.inputMapping, opts.staticInput), call.signal, call.trace);
             if (typeof json.id !== "string" || !json.id) throw new PluginError("malformed", "GPU worker accepted /run but its answer has no job id", { retryable: true });
             ctx.logger.debug("GPU job submitted", { jobId: req.jobId, workerJobId: json.id, ...(legacy ? {} : { deployment: d.name }) });
             return legacy ? json.id : `${d.name}/${json.id}`;
@@ -98,9 +98,9 @@ export default definePlugin({
           return { handle };
         },
 
-        async poll(handle, { signal }): Promise<VideoPollResult> {
+        async poll(handle, { signal, trace }): Promise<VideoPollResult> {
           const { d, id } = locate(handle);
-          const answer = await onWorker(d, signal, () => d.target.status(id, signal));
+          const answer = await onWorker(d, signal, () => d.target.status(id, signal, trace));
           if (answer.status === 404) {
             finished(handle);
             return { state: "lost" };
@@ -132,10 +132,10 @@ export default definePlugin({
           }
         },
 
-        async cancel(handle, { signal }) {
+        async cancel(handle, { signal, trace }) {
           const { d, id } = locate(handle);
           // 404: the worker no longer knows the job, which is what cancel wants anyway
-          await d.target.cancel(id, signal);
+          await d.target.cancel(id, signal, trace);
           finished(handle);
         },
       },

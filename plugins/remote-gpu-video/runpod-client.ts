@@ -4,8 +4,11 @@
  * backs off and asks again); other 4xx are final. The API key only ever goes into the
  * Authorization header — it is not logged and not sent to output URLs.
  */
-import { PluginError, readBodyCapped, type PluginContext } from "@reelay/plugin-sdk";
+import { PluginError, readBodyCapped, type CallTrace, type PluginContext } from "@reelay/plugin-sdk";
 import type { RemoteGpuOptions } from "./options.ts";
+
+/** the call's trace (CallOptions.trace, when tracing is on): each request carries its W3C traceparent */
+type Trace = Pick<CallTrace, "outgoing"> | undefined;
 
 export interface WorkerAnswer {
   status: number;
@@ -26,8 +29,8 @@ export class RunpodClient {
    * /v2/<endpoint-id>, a web server): no retry can fix that, so it is a final failure telling the
    * operator where to look (the URL itself goes to the log, not to the API client).
    */
-  async run(input: Record<string, unknown>, signal: AbortSignal): Promise<WorkerAnswer> {
-    const answer = await this.call("POST", "/run", signal, { input }, true);
+  async run(input: Record<string, unknown>, signal: AbortSignal, trace?: Trace): Promise<WorkerAnswer> {
+    const answer = await this.call("POST", "/run", signal, trace, { input }, true);
     if (answer.status === 404 || answer.status === 405) {
       this.ctx.logger.error("GPU worker has no /run endpoint at baseUrl: check the model's baseUrl", { baseUrl: this.baseUrl, status: answer.status });
       throw new PluginError("upstream_http", `the GPU worker answered ${answer.status} to POST /run: no worker endpoint at the model's baseUrl (the operator must check baseUrl)`, {
@@ -53,25 +56,26 @@ export class RunpodClient {
     }
   }
 
-  status(id: string, signal: AbortSignal): Promise<WorkerAnswer> {
-    return this.call("GET", `/status/${encodeURIComponent(id)}`, signal);
+  status(id: string, signal: AbortSignal, trace?: Trace): Promise<WorkerAnswer> {
+    return this.call("GET", `/status/${encodeURIComponent(id)}`, signal, trace);
   }
 
-  cancel(id: string, signal: AbortSignal): Promise<WorkerAnswer> {
-    return this.call("POST", `/cancel/${encodeURIComponent(id)}`, signal);
+  cancel(id: string, signal: AbortSignal, trace?: Trace): Promise<WorkerAnswer> {
+    return this.call("POST", `/cancel/${encodeURIComponent(id)}`, signal, trace);
   }
 
   /**
    * One call. 404 is returned (not thrown): on /status it means the worker lost the job. Bodies are
    * read with a cap: a base64 output is 4/3 of maxOutputBytes, plus room for the JSON around it.
    */
-  private async call(method: string, path: string, signal: AbortSignal, body?: unknown, returnMissing = false): Promise<WorkerAnswer> {
+  private async call(method: string, path: string, signal: AbortSignal, trace: Trace, body?: unknown, returnMissing = false): Promise<WorkerAnswer> {
     const deadline = AbortSignal.timeout(this.opts.timeouts.requestMs);
     const both = AbortSignal.any([signal, deadline]);
     const what = `${method} ${path.replace(/\/[^/]+$/, path === "/run" ? "/run" : "/{id}")}`;
     let res: Response;
     try {
-      res = await this.ctx.fetch(this.baseUrl + path, { method, headers: this.headers, body: body === undefined ? undefined : JSON.stringify(body), signal: both });
+      const url = this.baseUrl + path;
+      res = await this.ctx.fetch(url, { method, headers: trace ? { ...trace.outgoing(url), ...this.headers } : this.headers, body: body === undefined ? undefined : JSON.stringify(body), signal: both });
     } catch (err) {
       throw this.transportError(err, what, signal, deadline);
     }

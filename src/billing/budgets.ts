@@ -100,6 +100,9 @@ export async function setBudgets(db: Db, owner: { accountId: string; keyId: stri
   }
 }
 
+/** a budget as the audit log keeps it: its settings, not its window's figures */
+export const budgetSpecOf = (b: BudgetView) => ({ id: b.id, scope: b.scope, key_id: b.key_id, period: b.period, limit: b.limit, timezone: b.timezone, models: b.models, thresholds: b.thresholds });
+
 /** A timezone Postgres does not know (Intl did) is the client's mistake: 400. */
 export function budgetError(e: unknown): unknown {
   return String((e as { code?: unknown })?.code) === "22023" ? bad(`A timezone is not known to the database: ${(e as Error).message}`, "budgets") : e;

@@ -15,11 +15,13 @@
 import { parseArgs } from "node:util";
 import { getAccount } from "../accounts/accounts.ts";
 import { getKey } from "../accounts/api-keys.ts";
-import { budgetViews, setBudgets, type BudgetSpec } from "../billing/budgets.ts";
+import { budgetError, budgetSpecOf, budgetViews, normaliseBudgets, setBudgetsIn, type BudgetSpec } from "../billing/budgets.ts";
 import { checkPlan, deleteStoredPlan, listStoredPlans, percentToBp, putStoredPlan, setAccountPlan, type PricePlan } from "../billing/plans.ts";
 import { PERIODS, type Period } from "../billing/window-statements.ts";
 import type { Config } from "../config.ts";
 import type { Db } from "../db/index.ts";
+import type { Logger } from "../logger.ts";
+import { cliAudited } from "./cli-audit.ts";
 import { UsageError, type Command } from "./commands.ts";
 
 function parse(args: string[], options: Record<string, { type: "string"; multiple?: boolean }>) {
@@ -49,18 +51,30 @@ async function owner(db: Db, v: Record<string, string | string[] | undefined>) {
   throw new UsageError("missing --key KEY_ID or --account ACCOUNT_ID");
 }
 
+/** replace an owner's budgets and record the change, in one transaction (as PUT /admin/…/budgets) */
+async function putBudgets(db: Db, logger: Logger | undefined, owner: { accountId: string; keyId: string | null }, specs: BudgetSpec[]) {
+  const wanted = normaliseBudgets(specs);
+  const at = Date.now();
+  return cliAudited(db, logger, async (tx, record) => {
+    const before = await budgetViews(tx, owner.accountId, owner.keyId ? { keyId: owner.keyId } : { account: true }, at);
+    const views = await setBudgetsIn(tx, owner, wanted, at);
+    await record({ action: "budgets.set", target: owner.keyId ? { type: "key", id: owner.keyId } : { type: "account", id: owner.accountId }, before: before.map(budgetSpecOf), after: views.map(budgetSpecOf) });
+    return views;
+  }).catch((e) => Promise.reject(budgetError(e)));
+}
+
 const planView = (p: PricePlan) => ({ id: p.id, name: p.name, adjustment_percent: p.adjustmentBp / 100, models: p.models, source: p.source });
 const OWNER = { key: { type: "string" as const }, account: { type: "string" as const } };
 
 export const BUDGET_COMMANDS: Record<string, { usage: string; run: Command }> = {
   "budgets set": {
     usage: "budgets set (--key KEY_ID | --account ACCOUNT_ID) --budget PERIOD:LIMIT[:TIMEZONE[:MODEL,…]] … [--thresholds 80,100]   (replaces the set)",
-    run: async (db, args) => {
+    run: async (db, args, _config, logger) => {
       const { values } = parse(args, { ...OWNER, budget: { type: "string", multiple: true }, thresholds: { type: "string" } });
       const thresholds = typeof values.thresholds === "string" ? values.thresholds.split(",").map(Number) : undefined;
       const specs = ((values.budget as string[] | undefined) ?? []).map((b) => budgetSpec(b, thresholds));
       if (specs.length === 0) throw new UsageError("give at least one --budget (budgets clear removes them all)");
-      return setBudgets(db, await owner(db, values), specs, Date.now());
+      return putBudgets(db, logger, await owner(db, values), specs);
     },
   },
   "budgets show": {
@@ -72,7 +86,7 @@ export const BUDGET_COMMANDS: Record<string, { usage: string; run: Command }> = 
   },
   "budgets clear": {
     usage: "budgets clear (--key KEY_ID | --account ACCOUNT_ID)",
-    run: async (db, args) => setBudgets(db, await owner(db, parse(args, OWNER).values), [], Date.now()),
+    run: async (db, args, _config, logger) => putBudgets(db, logger, await owner(db, parse(args, OWNER).values), []),
   },
   "plans list": {
     usage: "plans list",
@@ -80,7 +94,7 @@ export const BUDGET_COMMANDS: Record<string, { usage: string; run: Command }> = 
   },
   "plans set": {
     usage: "plans set PLAN_ID [--name NAME] [--adjust=PERCENT] [--models-json '{\"MODEL\":{\"inputPerMillion\":N}}']",
-    run: async (db, args, config: Config) => {
+    run: async (db, args, config: Config, logger) => {
       const { values, positionals } = parse(args, { name: { type: "string" }, adjust: { type: "string" }, "models-json": { type: "string" } });
       const id = positionals[0];
       if (!id) throw new UsageError("missing PLAN_ID");
@@ -93,26 +107,41 @@ export const BUDGET_COMMANDS: Record<string, { usage: string; run: Command }> = 
       }
       const plan = { id, name: typeof values.name === "string" ? values.name : null, adjustmentBp: percentToBp(Number(values.adjust ?? 0)), models };
       checkPlan(plan, "");
-      await putStoredPlan(db, plan);
-      return planView({ ...plan, source: "api" });
+      const after = planView({ ...plan, source: "api" });
+      await cliAudited(db, logger, async (tx, record) => {
+        const before = (await listStoredPlans(tx)).find((p) => p.id === id);
+        await putStoredPlan(tx, plan);
+        await record({ action: before ? "plan.update" : "plan.create", target: { type: "plan", id }, before: before ? planView(before) : null, after });
+      });
+      return after;
     },
   },
   "plans delete": {
     usage: "plans delete PLAN_ID",
-    run: async (db, args) => {
+    run: async (db, args, _config, logger) => {
       const id = parse(args, {}).positionals[0];
       if (!id) throw new UsageError("missing PLAN_ID");
-      return { id, deleted: await deleteStoredPlan(db, id) };
+      const deleted = await cliAudited(db, logger, async (tx, record) => {
+        const before = (await listStoredPlans(tx)).find((p) => p.id === id);
+        if (!before || !(await deleteStoredPlan(tx, id))) return false;
+        await record({ action: "plan.delete", target: { type: "plan", id }, before: planView(before), after: null });
+        return true;
+      });
+      return { id, deleted };
     },
   },
   "accounts plan": {
     usage: "accounts plan ACCOUNT_ID PLAN_ID|none",
-    run: async (db, args, config: Config) => {
+    run: async (db, args, config: Config, logger) => {
       const [accountId, plan] = parse(args, {}).positionals;
       if (!accountId || !plan) throw new UsageError("usage: accounts plan ACCOUNT_ID PLAN_ID|none");
       const planId = plan === "none" ? null : plan;
       if (planId && !config.plans.some((p) => p.id === planId) && !(await listStoredPlans(db)).some((p) => p.id === planId)) throw new UsageError(`no price plan ${planId}`);
-      if (!(await setAccountPlan(db, accountId, planId))) await getAccount(db, accountId);
+      await cliAudited(db, logger, async (tx, record) => {
+        const before = await getAccount(tx, accountId);
+        await setAccountPlan(tx, accountId, planId);
+        await record({ action: "account.plan", target: { type: "account", id: accountId }, before: { plan: before.planId }, after: { plan: planId } });
+      });
       return { account_id: accountId, plan: planId };
     },
   },

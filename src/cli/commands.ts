@@ -16,14 +16,16 @@ import { USAGE_COMMANDS } from "./usage-commands.ts";
 import { WEBHOOK_COMMANDS } from "./webhook-commands.ts";
 import { BUDGET_COMMANDS, budgetSpec } from "./budget-commands.ts";
 import { OPERATOR_COMMANDS } from "./operator-commands.ts";
-import { normaliseBudgets, setBudgets } from "../billing/budgets.ts";
+import { budgetError, normaliseBudgets, setBudgetsIn } from "../billing/budgets.ts";
+import { cliAudited } from "./cli-audit.ts";
 
 /** a mistake in the command line (exit 2 and the usage); main.ts recognises it by name, without importing this module */
 export class UsageError extends Error {
   override name = "UsageError";
 }
 
-export type Command = (db: Db, args: string[], config: Config) => Promise<unknown>;
+/** a state-changing command writes its audit rows through cliAudited, in the change's transaction */
+export type Command = (db: Db, args: string[], config: Config, logger?: Logger) => Promise<unknown>;
 
 function opts(args: string[], spec: Record<string, { type: "string" | "boolean"; required?: boolean }>) {
   let parsed;
@@ -62,32 +64,49 @@ const LIMIT_FLAGS = { rpm: { type: "string" }, tpm: { type: "string" }, "video-c
 export const COMMANDS: Record<string, { usage: string; run: Command }> = {
   "accounts create": {
     usage: "accounts create --name NAME [--credits MICRO_USD]",
-    run: async (db, args) => {
+    run: async (db, args, _config, logger) => {
       const { values } = opts(args, { name: { type: "string", required: true }, credits: { type: "string" } });
-      return accounts.publicAccount(await accounts.createFundedAccount(db, values.name!, integer("credits", values.credits) ?? 0));
+      const amount = integer("credits", values.credits) ?? 0;
+      return cliAudited(db, logger, async (tx, record) => {
+        const row = await accounts.createFundedAccount(tx, values.name!, amount);
+        const view = accounts.publicAccount(await accounts.getAccount(tx, row.id));
+        await record({ action: "account.create", target: { type: "account", id: row.id }, after: { ...view, initial_credits: amount } });
+        return view;
+      });
     },
   },
   "accounts list": { usage: "accounts list", run: async (db) => (await accounts.listAccounts(db, 1000)).map((r) => accounts.publicAccount(r)) },
   "accounts limits": {
     usage: "accounts limits ACCOUNT_ID [--rpm N|default] [--tpm N|default] [--video-concurrency N|default]",
-    run: async (db, args) => {
+    run: async (db, args, _config, logger) => {
       const { values, positionals } = opts(args, LIMIT_FLAGS);
-      if (!positionals[0]) throw new UsageError("missing ACCOUNT_ID");
-      return accounts.publicAccount(await accounts.setAccountLimits(db, positionals[0], limitsFrom(values)));
+      const id = positionals[0];
+      if (!id) throw new UsageError("missing ACCOUNT_ID");
+      const limits = limitsFrom(values);
+      return cliAudited(db, logger, async (tx, record) => {
+        const before = accounts.publicAccount(await accounts.getAccount(tx, id));
+        const after = accounts.publicAccount(await accounts.setAccountLimits(tx, id, limits));
+        await record({ action: "account.limits", target: { type: "account", id }, before: before.limits, after: after.limits });
+        return after;
+      });
     },
   },
   "keys create": {
     usage: "keys create --account ACCOUNT_ID --name NAME [--scopes chat,embeddings,video] [--models m1,m2] [--rpm N] [--tpm N] [--video-concurrency N] [--budget PERIOD:LIMIT[:TIMEZONE[:MODEL,…]] …]",
-    run: async (db, args) => {
+    run: async (db, args, _config, logger) => {
       const budgets = args.flatMap((a, i) => (a === "--budget" && args[i + 1] ? [args[i + 1]!] : a.startsWith("--budget=") ? [a.slice(9)] : []));
       args = args.filter((a, i) => a !== "--budget" && args[i - 1] !== "--budget" && !a.startsWith("--budget="));
       const { values } = opts(args, { account: { type: "string", required: true }, name: { type: "string", required: true }, scopes: { type: "string" }, models: { type: "string" }, ...LIMIT_FLAGS });
       const scopes = list(values.scopes);
       for (const s of scopes ?? []) if (!keys.SCOPES.includes(s as keys.Scope)) throw new UsageError(`unknown scope "${s}" (chat, embeddings, video)`);
-      const specs = budgets.map((b) => budgetSpec(b, undefined));
-      normaliseBudgets(specs); // a bad budget creates no key
-      const { key, record } = await keys.createKey(db, values.account!, { name: values.name!, scopes: scopes as keys.Scope[] | null, allowedModels: list(values.models), ...limitsFrom(values) });
-      const views = specs.length ? await setBudgets(db, { accountId: values.account!, keyId: record.id }, specs, Date.now()) : undefined;
+      const wanted = budgets.length ? normaliseBudgets(budgets.map((b) => budgetSpec(b, undefined))) : null; // a bad budget creates no key
+      const input = { name: values.name!, scopes: scopes as keys.Scope[] | null, allowedModels: list(values.models), ...limitsFrom(values) };
+      const { key, record, views } = await cliAudited(db, logger, async (tx, note) => {
+        const created = await keys.createKey(tx, values.account!, input);
+        const views = wanted ? await setBudgetsIn(tx, { accountId: values.account!, keyId: created.record.id }, wanted, Date.now()) : undefined;
+        await note({ action: "key.create", target: { type: "key", id: created.record.id }, after: { ...keys.publicKey(created.record), ...(wanted ? { budgets: wanted } : {}) } });
+        return { ...created, views };
+      }).catch((e) => Promise.reject(budgetError(e)));
       return { ...keys.publicKey(record), key, ...(views ? { budgets: views } : {}), note: "store this key now: reelay keeps only its hash" };
     },
   },
@@ -97,42 +116,68 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
   },
   "keys revoke": {
     usage: "keys revoke KEY_ID",
-    run: async (db, args) => {
+    run: async (db, args, _config, logger) => {
       const id = opts(args, {}).positionals[0];
       if (!id) throw new UsageError("missing KEY_ID");
-      return keys.publicKey(await keys.revokeKey(db, id));
+      return cliAudited(db, logger, async (tx, record) => {
+        const before = await keys.getKey(tx, id);
+        const after = keys.publicKey(await keys.revokeKey(tx, id));
+        if (!before.revokedAt) await record({ action: "key.revoke", target: { type: "key", id }, before: keys.publicKey(before), after });
+        return after;
+      });
     },
   },
   "keys rotate": {
     usage: "keys rotate KEY_ID",
-    run: async (db, args) => {
+    run: async (db, args, _config, logger) => {
       const id = opts(args, {}).positionals[0];
       if (!id) throw new UsageError("missing KEY_ID");
-      const { key, record } = await keys.rotateKey(db, id);
+      const { key, record } = await cliAudited(db, logger, async (tx, note) => {
+        const before = await keys.getKey(tx, id);
+        const rotated = await keys.rotateKey(tx, id);
+        await note({ action: "key.rotate", target: { type: "key", id }, before: keys.publicKey(before), after: { ...keys.publicKey(rotated.record), replaces: id } });
+        return rotated;
+      });
       return { ...keys.publicKey(record), key, replaces: id };
     },
   },
   "keys limits": {
     usage: "keys limits KEY_ID [--rpm N|default] [--tpm N|default] [--video-concurrency N|default]",
-    run: async (db, args) => {
+    run: async (db, args, _config, logger) => {
       const { values, positionals } = opts(args, LIMIT_FLAGS);
-      if (!positionals[0]) throw new UsageError("missing KEY_ID");
-      return keys.publicKey(await keys.setKeyLimits(db, positionals[0], limitsFrom(values)));
+      const id = positionals[0];
+      if (!id) throw new UsageError("missing KEY_ID");
+      const limits = limitsFrom(values);
+      return cliAudited(db, logger, async (tx, record) => {
+        const before = keys.publicKey(await keys.getKey(tx, id));
+        const after = keys.publicKey(await keys.setKeyLimits(tx, id, limits));
+        await record({ action: "key.limits", target: { type: "key", id }, before: before.limits, after: after.limits });
+        return after;
+      });
     },
   },
   "credits grant": {
     usage: "credits grant --account ACCOUNT_ID --amount MICRO_USD [--reason TEXT]",
-    run: async (db, args) => {
+    run: async (db, args, _config, logger) => {
       const { values } = opts(args, { account: { type: "string", required: true }, amount: { type: "string", required: true }, reason: { type: "string" } });
-      await db.transaction((tx) => billing.grant(tx, values.account!, integer("amount", values.amount)!, values.reason ?? "grant by CLI"));
+      const amount = integer("amount", values.amount)!;
+      const reason = values.reason ?? "grant by CLI";
+      await cliAudited(db, logger, async (tx, record) => {
+        const balance = await billing.grant(tx, values.account!, amount, reason);
+        await record({ action: "credits.grant", target: { type: "account", id: values.account! }, before: { balance: balance - amount }, after: { balance, amount, reason, ref: null } });
+      });
       return billing.getBalance(db, values.account!);
     },
   },
   "credits adjust": {
     usage: "credits adjust --account ACCOUNT_ID --amount=±MICRO_USD --reason TEXT",
-    run: async (db, args) => {
+    run: async (db, args, _config, logger) => {
       const { values } = opts(args, { account: { type: "string", required: true }, amount: { type: "string", required: true }, reason: { type: "string", required: true } });
-      await db.transaction((tx) => billing.adjust(tx, values.account!, integer("amount", values.amount, { allowNegative: true })!, values.reason!));
+      const amount = integer("amount", values.amount, { allowNegative: true })!;
+      await cliAudited(db, logger, async (tx, record) => {
+        const balance = await billing.adjust(tx, values.account!, amount, values.reason!);
+        await record({ action: "credits.adjust", target: { type: "account", id: values.account! }, before: { balance: balance - amount }, after: { balance, amount, reason: values.reason!, ref: null } });
+      });
       return billing.getBalance(db, values.account!);
     },
   },
@@ -168,7 +213,7 @@ export async function runCommand(config: Config, logger: Logger, argv: string[])
   if (!found) throw new UsageError(`unknown command "${argv.join(" ")}"`);
   const database = await openAndMigrate(config, logger);
   try {
-    const result = await found.run(database.db, found.rest, config);
+    const result = await found.run(database.db, found.rest, config, logger);
     process.stdout.write(JSON.stringify(result, null, 2) + "\n");
     return 0;
   } finally {

@@ -11,17 +11,7 @@
 import { parseArgs } from "node:util";
 import * as ops from "../operators/operators.ts";
 import { ROLES, type Role } from "../operators/roles.ts";
-import { userInfo } from "node:os";
-import { writeAudit, type AuditContext } from "../audit/audit-log.ts";
-
-/** the CLI's changes are in the audit log too, as the host user who ran them (no request, no address) */
-const cli = (): AuditContext => {
-  let user = "unknown";
-  try {
-    user = userInfo().username;
-  } catch {}
-  return { actor: { type: "cli", id: null, name: `cli (${user})`, role: "admin" }, requestId: null, clientIp: null };
-};
+import { cliAudited } from "./cli-audit.ts";
 import { UsageError, type Command } from "./commands.ts";
 
 function parse(args: string[], options: Record<string, { type: "string" }>) {
@@ -48,13 +38,13 @@ function id(args: string[], at = 0): string {
 export const OPERATOR_COMMANDS: Record<string, { usage: string; run: Command }> = {
   "operators create": {
     usage: "operators create --name NAME --role admin|billing|support|viewer   (prints the personal token once)",
-    run: async (db, args) => {
+    run: async (db, args, _config, logger) => {
       const { values } = parse(args, { name: { type: "string" }, role: { type: "string" } });
       if (!values.name) throw new UsageError("missing --name");
       const wanted = role(values.role);
-      const { token, record } = await db.transaction(async (tx) => {
+      const { token, record } = await cliAudited(db, logger, async (tx, note) => {
         const made = await ops.createOperator(tx, { name: values.name!, role: wanted });
-        await writeAudit(tx, cli(), { action: "operator.create", target: { type: "operator", id: made.record.id }, after: ops.publicOperator(made.record) });
+        await note({ action: "operator.create", target: { type: "operator", id: made.record.id }, after: ops.publicOperator(made.record) });
         return made;
       });
       return { ...ops.publicOperator(record), token };
@@ -63,25 +53,25 @@ export const OPERATOR_COMMANDS: Record<string, { usage: string; run: Command }> 
   "operators list": { usage: "operators list", run: async (db) => (await ops.listOperators(db)).map(ops.publicOperator) },
   "operators role": {
     usage: "operators role OPERATOR_ID admin|billing|support|viewer",
-    run: async (db, args) => {
+    run: async (db, args, _config, logger) => {
       const target = id(args);
       const next = role(parse(args, {}).positionals[1]);
-      return db.transaction(async (tx) => {
+      return cliAudited(db, logger, async (tx, record) => {
         const before = await ops.getOperator(tx, target);
         const after = ops.publicOperator(await ops.updateOperator(tx, target, { role: next }));
-        await writeAudit(tx, cli(), { action: "operator.update", target: { type: "operator", id: target }, before: { name: before.name, role: before.role }, after: { name: after.name, role: after.role } });
+        await record({ action: "operator.update", target: { type: "operator", id: target }, before: { name: before.name, role: before.role }, after: { name: after.name, role: after.role } });
         return after;
       });
     },
   },
   "operators revoke": {
     usage: "operators revoke OPERATOR_ID",
-    run: async (db, args) => {
+    run: async (db, args, _config, logger) => {
       const target = id(args);
-      return db.transaction(async (tx) => {
+      return cliAudited(db, logger, async (tx, record) => {
         const before = await ops.getOperator(tx, target);
         const after = ops.publicOperator(await ops.revokeOperator(tx, target));
-        if (!before.revokedAt) await writeAudit(tx, cli(), { action: "operator.revoke", target: { type: "operator", id: target }, before: ops.publicOperator(before), after });
+        if (!before.revokedAt) await record({ action: "operator.revoke", target: { type: "operator", id: target }, before: ops.publicOperator(before), after });
         return after;
       });
     },

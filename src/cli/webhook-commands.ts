@@ -5,6 +5,8 @@
 import { parseArgs } from "node:util";
 import type { Config } from "../config.ts";
 import type { Db } from "../db/index.ts";
+import type { Logger } from "../logger.ts";
+import { cliAudited } from "./cli-audit.ts";
 import { getAccount } from "../accounts/accounts.ts";
 import { listDeliveries, replayDelivery } from "../modules/webhooks/deliveries.ts";
 import { deleteEndpoint, findEndpoint, listEndpoints, updateEndpoint } from "../modules/webhooks/endpoints.ts";
@@ -12,7 +14,7 @@ import { webhookKit } from "../modules/webhooks/index.ts";
 import { EVENT_TYPES, type EventType } from "../modules/webhooks/model.ts";
 import { createEndpoint, deliveryNotFound, deliveryPage, deliveryView, endpointNotFound, endpointView, rotateAccountSecret } from "../modules/webhooks/service.ts";
 
-type Command = (db: Db, args: string[], config: Config) => Promise<unknown>;
+type Command = (db: Db, args: string[], config: Config, logger?: Logger) => Promise<unknown>;
 
 /** bad arguments: main.ts prints the message (the full usage is in `reelay help`) */
 class WebhookUsageError extends Error {}
@@ -46,10 +48,15 @@ function events(raw: string | undefined): EventType[] | undefined {
 export const WEBHOOK_COMMANDS: Record<string, { usage: string; run: Command }> = {
   "webhooks create": {
     usage: "webhooks create --account ACCOUNT_ID --url URL [--events video.generation.completed,…] [--description TEXT]",
-    run: async (db, args, config) => {
+    run: async (db, args, config, logger) => {
       const { values } = parse(args, { account: { type: "string" }, url: { type: "string" }, events: { type: "string" }, description: { type: "string" } }, ["account", "url"]);
       await getAccount(db, values.account!);
-      const created = await createEndpoint(webhookKit(config, db), values.account!, { url: values.url!, events: events(values.events), description: values.description });
+      const kit = webhookKit(config, db);
+      const created = await cliAudited(db, logger, async (tx, record) => {
+        const view = await createEndpoint({ ...kit, db: tx }, values.account!, { url: values.url!, events: events(values.events), description: values.description });
+        await record({ action: "webhook_endpoint.create", target: { type: "webhook_endpoint", id: view.id }, after: { ...view, account_id: values.account! } });
+        return view;
+      });
       return { ...created, note: "store the secret now: it is not shown again" };
     },
   },
@@ -63,18 +70,27 @@ export const WEBHOOK_COMMANDS: Record<string, { usage: string; run: Command }> =
   },
   "webhooks enable": {
     usage: "webhooks enable ENDPOINT_ID   (after a 410 disabled it)",
-    run: async (db, args) => {
+    run: async (db, args, _config, logger) => {
       const id = positional(args, "ENDPOINT_ID");
-      const row = await updateEndpoint(db, id, null, { enabled: true });
-      if (!row) throw endpointNotFound(id);
+      const row = await cliAudited(db, logger, async (tx, record) => {
+        const before = await findEndpoint(tx, id, null);
+        const after = before && (await updateEndpoint(tx, id, null, { enabled: true }));
+        if (!before || !after) throw endpointNotFound(id);
+        await record({ action: "webhook_endpoint.update", target: { type: "webhook_endpoint", id }, before: endpointView(before), after: endpointView(after) });
+        return after;
+      });
       return endpointView(row);
     },
   },
   "webhooks delete": {
     usage: "webhooks delete ENDPOINT_ID",
-    run: async (db, args) => {
+    run: async (db, args, _config, logger) => {
       const id = positional(args, "ENDPOINT_ID");
-      if (!(await deleteEndpoint(db, id, null))) throw endpointNotFound(id);
+      await cliAudited(db, logger, async (tx, record) => {
+        const before = await findEndpoint(tx, id, null);
+        if (!before || !(await deleteEndpoint(tx, id, null))) throw endpointNotFound(id);
+        await record({ action: "webhook_endpoint.delete", target: { type: "webhook_endpoint", id }, before: endpointView(before), after: null });
+      });
       return { id, object: "webhook_endpoint", deleted: true };
     },
   },
@@ -93,19 +109,28 @@ export const WEBHOOK_COMMANDS: Record<string, { usage: string; run: Command }> =
   },
   "webhooks replay": {
     usage: "webhooks replay DELIVERY_ID   (sent again by a running server, same webhook-id)",
-    run: async (db, args, config) => {
+    run: async (db, args, config, logger) => {
       const id = positional(args, "DELIVERY_ID");
-      const row = await replayDelivery(db, id, null, config.webhooks.retryWindowMs);
-      if (!row) throw deliveryNotFound(id);
+      const row = await cliAudited(db, logger, async (tx, record) => {
+        const replayed = await replayDelivery(tx, id, null, config.webhooks.retryWindowMs);
+        if (!replayed) throw deliveryNotFound(id);
+        await record({ action: "webhook_delivery.replay", target: { type: "webhook_delivery", id }, after: { status: replayed.status } });
+        return replayed;
+      });
       return deliveryView(row);
     },
   },
   "webhooks secret": {
     usage: "webhooks secret --account ACCOUNT_ID   (create or replace the secret for jobs' own webhook_url; shown once)",
-    run: async (db, args, config) => {
+    run: async (db, args, config, logger) => {
       const { values } = parse(args, { account: { type: "string" } }, ["account"]);
       await getAccount(db, values.account!);
-      return rotateAccountSecret(webhookKit(config, db), values.account!);
+      const kit = webhookKit(config, db);
+      return cliAudited(db, logger, async (tx, record) => {
+        const made = await rotateAccountSecret({ ...kit, db: tx }, values.account!);
+        await record({ action: "webhook_secret.rotate", target: { type: "account", id: values.account! }, after: { created_at: made.created_at } });
+        return made;
+      });
     },
   },
 };

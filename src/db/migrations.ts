@@ -34,6 +34,10 @@ import m0013 from "../../drizzle/0013_operators_and_audit_log.sql" with { type: 
 import m0014 from "../../drizzle/0014_holds_hot_heartbeats.sql" with { type: "text" };
 // @ts-ignore: text import
 import m0015 from "../../drizzle/0015_files_and_batches.sql" with { type: "text" };
+// @ts-ignore: text import
+import m0016 from "../../drizzle/0016_video_bytes_trigger_depth.sql" with { type: "text" };
+// @ts-ignore: text import
+import m0017 from "../../drizzle/0017_batch_trace_context.sql" with { type: "text" };
 
 export const MIGRATIONS: Array<{ name: string; sql: string }> = [
   { name: "0000_init", sql: m0000 as unknown as string },
@@ -52,6 +56,8 @@ export const MIGRATIONS: Array<{ name: string; sql: string }> = [
   { name: "0013_operators_and_audit_log", sql: m0013 as unknown as string },
   { name: "0014_holds_hot_heartbeats", sql: m0014 as unknown as string },
   { name: "0015_files_and_batches", sql: m0015 as unknown as string },
+  { name: "0016_video_bytes_trigger_depth", sql: m0016 as unknown as string },
+  { name: "0017_batch_trace_context", sql: m0017 as unknown as string },
 ];
 
 export function splitStatements(sqlText: string): string[] {

@@ -56,6 +56,12 @@ export interface RequestLog {
   end(request: Request, e: RequestEnd, models: { get(id: string): unknown }): void;
   /** write what is pending (lines may wait a few ms to be written together); called at shutdown */
   flush(): void;
+  /**
+   * Resolves once every request begun has ended (its line written, its span ended), or after
+   * `ms`: false then. At shutdown, after the server stopped: a response can reach its client a
+   * little before the hook that ends it runs, and a line or span ended after the exporters close is lost.
+   */
+  idle(ms: number): Promise<boolean>;
 }
 
 /** A span attribute value (undefined: left out). */
@@ -68,6 +74,8 @@ export interface TraceSpan {
   end(err?: unknown): void;
   /** a span under this one, from now until its end */
   child(name: string, attributes?: Record<string, TraceValue>): TraceSpan;
+  /** calls this step makes to a remote service (CallOptions.trace): their `traceparent` names this span, or its open attempt */
+  readonly upstream: CallTrace;
 }
 
 /** The trace of one request in flight: its server span, and the steps under it. */
@@ -88,6 +96,13 @@ export interface RequestTrace {
   hold(): () => void;
 }
 
+/** A request trace of background work (Tracing.work): its span ends at `end` (err: the work failed). */
+export interface WorkTrace extends RequestTrace {
+  /** what a request's log line would note (account, key, tokens, charge), as the span's attributes */
+  note(facts: RequestFacts): void;
+  end(err?: unknown): void;
+}
+
 /**
  * OpenTelemetry traces (src/ops/tracing/). Off (noTracing) when no OTLP endpoint is configured:
  * then `of` answers undefined and no span object is ever made.
@@ -100,6 +115,12 @@ export interface Tracing {
    * whose `traceparent` it names (null: no link); undefined when tracing is off or not sampled.
    */
   background(name: string, linkTo: string | null, attributes?: Record<string, TraceValue>): TraceSpan | undefined;
+  /**
+   * Background work that runs the request pipeline (a batch line): a request trace (the charge,
+   * attempts and settlement spans go under it) in the trace `linkTo` names; it ends at `end`, or
+   * later if a hold is still open. Undefined when tracing is off or not sampled.
+   */
+  work(name: string, linkTo: string | null, attributes?: Record<string, TraceValue>): WorkTrace | undefined;
   /** export what is pending and stop (shutdown) */
   close(): Promise<void>;
 }
@@ -115,8 +136,8 @@ export type ReadinessCheck = () => Promise<{ name: string; ok: boolean; detail?:
 export const noRequestLimit: RequestLimit = { admit: async () => ({}) };
 export const noTokenBudget: TokenBudget = { consume: async () => ({}) };
 export const noTelemetry: Telemetry = { upstream() {}, charged() {}, videoTransition() {} };
-export const noRequestLog: RequestLog = { begin() {}, note() {}, end() {}, flush() {} };
-export const noTracing: Tracing = { of: () => undefined, background: () => undefined, close: async () => {} };
+export const noRequestLog: RequestLog = { begin() {}, note() {}, end() {}, flush() {}, idle: async () => true };
+export const noTracing: Tracing = { of: () => undefined, background: () => undefined, work: () => undefined, close: async () => {} };
 
 /** The parts of AppDeps that the ops module provides. */
 export interface OpsParts {

@@ -30,9 +30,13 @@ export function createRequestLog(opts: { metrics: OpsMetrics; logger: Logger }):
   const lines = lineWriter(logger);
   // keyed by the Request object: gone with it, whichever way the request ends
   const records = new WeakMap<Request, InFlight>();
+  // begun and not yet ended (a count, not a set: a request is never kept alive by the log)
+  let open = 0;
+  let idleWaiters: Array<() => void> = [];
 
   return {
     begin(request) {
+      open++;
       records.set(request, { startedAt: performance.now() });
     },
     note(request, facts) {
@@ -41,6 +45,12 @@ export function createRequestLog(opts: { metrics: OpsMetrics; logger: Logger }):
       else records.set(request, { ...facts });
     },
     end(request, e, models) {
+      if (open > 0 && --open === 0 && idleWaiters.length) {
+        const waiters = idleWaiters;
+        idleWaiters = [];
+        // after the caller's own work on this end (the tracing wrapper ends the span next)
+        queueMicrotask(() => { for (const w of waiters) w(); });
+      }
       const r = records.get(request) ?? {};
       const latencyMs = r.startedAt === undefined ? null : performance.now() - r.startedAt;
       // a label per unknown model name would let clients grow the metric without bound
@@ -50,6 +60,20 @@ export function createRequestLog(opts: { metrics: OpsMetrics; logger: Logger }):
       if (logger.isLevelEnabled(level)) lines.write(level, requestLogLine({ ...e, latencyMs, facts: r }));
     },
     flush: lines.flush,
+    idle(ms) {
+      if (open === 0) return Promise.resolve(true);
+      return new Promise<boolean>((resolve) => {
+        const timer = setTimeout(() => {
+          idleWaiters = idleWaiters.filter((w) => w !== done);
+          resolve(false);
+        }, Math.max(0, ms));
+        const done = () => {
+          clearTimeout(timer);
+          resolve(true);
+        };
+        idleWaiters.push(done);
+      });
+    },
   };
 }
 

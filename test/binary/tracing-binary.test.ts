@@ -66,7 +66,9 @@ test("the binary exports a request's spans over OTLP and passes the client's tra
   }
   const spans = receiver.spans.filter((s) => s.traceId === TRACE);
   const server = spans.find((s) => s.kind === 2)!;
-  expect(server).toBeDefined();
+  // when the span is missing, the binary's exit code and its shutdown and tracing lines say why
+  const story = out.split("\n");
+  expect({ server: server !== undefined, exitCode: proc.exitCode, spans: spans.map((s) => s.name), log: server ? [] : story }).toEqual({ server: true, exitCode: 0, spans: expect.anything(), log: [] });
   expect(server.parentSpanId).toBe("b7ad6b7169203331");
   expect(server.resource["service.name"]).toBe("reelay-binary");
   expect(server.attributes).toMatchObject({ "gen_ai.operation.name": "chat", "gen_ai.request.model": "chat-a", "gen_ai.response.model": "up-a", "http.response.status_code": 200 });

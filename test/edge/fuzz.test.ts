@@ -1,5 +1,6 @@
 /**
- * Seeded fuzzer: 3,200 hostile requests across chat, Anthropic messages, embeddings, video and admin — wrong types,
+ * Seeded fuzzer: 3,200 hostile requests across chat, Anthropic messages, embeddings, video (both APIs), files,
+ * batches, SSO and admin (operators and the audit log included) — wrong types,
  * deep nesting, huge numbers, NUL and invalid UTF-8, huge strings, odd headers, odd query strings.
  * Asserts, for every answer: no 5xx, the error envelope with an x-request-id; throughout: the
  * server's event loop is never blocked 50 ms or more (the server runs in this process; a 5 ms
@@ -24,6 +25,7 @@ let e: EdgeServer;
 let poorKey: string;
 let poorAccount: string;
 let targetAccount: string;
+let targetOperator: string;
 beforeAll(async () => {
   e = await startEdgeServer();
   // the fuzzing client: every scope, no credits
@@ -31,6 +33,7 @@ beforeAll(async () => {
   poorAccount = acct.id;
   poorKey = ((await (await e.s.admin(`/admin/accounts/${acct.id}/keys`, { body: { name: "fuzz" } })).json()) as { key: string }).key;
   targetAccount = ((await (await e.s.admin("/admin/accounts", { body: { name: "admin-target", amount: 1000 } })).json()) as { id: string }).id;
+  targetOperator = ((await (await e.s.admin("/admin/operators", { body: { name: "fuzz-target", role: "viewer" } })).json()) as { id: string }).id;
 });
 afterAll(() => e.close());
 
@@ -90,6 +93,10 @@ const BASES = {
   "CREDITS": () => ({ amount: 5, reason: "fz" }),
   "KEYS": () => ({ name: "fz", scopes: ["chat"] }),
   "LIMITS": () => ({ requests_per_minute: 5 }),
+  "/v1/batches": () => ({ input_file_id: "file_fuzz", endpoint: "/v1/chat/completions", completion_window: "24h" }),
+  "/v1/videos": () => ({ model: "preview-motion", prompt: "zoom", seconds: "2", size: "480x832", input_reference: "http://127.0.0.1/a.png" }),
+  "/admin/operators": () => ({ name: "fz", role: "viewer" }),
+  "OPERATOR": () => ({ role: "viewer" }),
 } as const;
 const FIELDS: Record<string, string[]> = {
   "/v1/chat/completions": ["model", "messages", "stream", "max_tokens", "max_completion_tokens", "n", "stream_options", "user", "tools", "temperature"],
@@ -103,12 +110,39 @@ const FIELDS: Record<string, string[]> = {
   "CREDITS": ["amount", "reason", "ref"],
   "KEYS": ["name", "scopes", "models", "requests_per_minute", "tokens_per_minute", "concurrent_video_jobs"],
   "LIMITS": ["requests_per_minute", "tokens_per_minute", "concurrent_video_jobs"],
+  "/v1/batches": ["input_file_id", "endpoint", "completion_window", "metadata", "output_expires_after"],
+  "/v1/videos": ["model", "prompt", "seconds", "size", "input_reference", "negative_prompt", "seed"],
+  "/admin/operators": ["name", "role"],
+  "OPERATOR": ["role", "name"],
 };
 
 interface FuzzRequest { method: string; path: string; headers: Record<string, string>; body?: string | Uint8Array }
 
 function queryValue(r: Rng): string {
   return r.pick(["%00", "1e20", "-1", "0", "abc", "2147483648", "%ff%fe", "%E6%BC%A2", "x".repeat(4_000), "1.5", "", "%", "9007199254740993"]);
+}
+
+/** POST /v1/files as multipart: hostile purposes, file names and JSONL contents, sometimes a broken form */
+function fileUpload(r: Rng, headers: Record<string, string>): FuzzRequest {
+  // lines of at most 20,000 characters (a cut one is not JSON): a file of 20 is then ~400 KB at most
+  const line = () => JSON.stringify({ custom_id: r.pick(["a", "", "x".repeat(300), 7]), method: r.pick(["POST", "GET", null]), url: r.pick(["/v1/chat/completions", "/v1/embeddings", "/v1/nope", ""]), body: hostileValue(r) }).slice(0, 20_000);
+  const content = r.pick([
+    () => Array.from({ length: 1 + r.int(20) }, line).join("\n"),
+    () => "not json\n{",
+    () => "",
+    () => "\u0000".repeat(100),
+    () => line().slice(0, 1_000).repeat(200),
+  ])();
+  const purpose = String(r.pick(["batch", "batch", "user_data", "batch_output", "", "fine-tune", "\u0000", "x".repeat(500)]));
+  const filename = String(r.pick(["in.jsonl", "", "../../etc/passwd", "a\u0000b.jsonl", "漢字.jsonl", "x".repeat(2_000)]));
+  const boundary = "----fuzz" + r.int(1e9);
+  const parts = [
+    r.chance(0.9) ? `--${boundary}\r\nContent-Disposition: form-data; name="purpose"\r\n\r\n${purpose}\r\n` : "",
+    r.chance(0.9) ? `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${filename}"\r\nContent-Type: application/jsonl\r\n\r\n${content}\r\n` : "",
+    r.chance(0.9) ? `--${boundary}--\r\n` : "",
+  ].join("");
+  const body = r.chance(0.1) ? parts.slice(0, r.int(parts.length)) : parts;
+  return { method: "POST", path: "/v1/files", headers: { ...headers, "content-type": r.chance(0.9) ? `multipart/form-data; boundary=${boundary}` : "multipart/form-data" }, body };
 }
 
 function makeRequest(r: Rng, i: number): FuzzRequest {
@@ -128,15 +162,23 @@ function makeRequest(r: Rng, i: number): FuzzRequest {
       `/v1/usage?limit=${q}`, `/v1/usage?before=${q}`, `/v1/videos/generations?limit=${q}&after=${q}`, `/v1/videos/generations/${q}`,
       `/v1/videos/generations/vid_${q}/cancel`, `/admin/accounts?limit=${q}&offset=${q}`, `/admin/accounts/${q}`, `/admin/accounts/${targetAccount}/ledger?before=${q}`,
       `/admin/keys/${q}/revoke`, `/v1/models/${q}`, `/v1/account?x=${q}`, `/v1/responses/${q}`, `/v1/responses/resp_${q}/input_items?limit=${q}&after=${q}`,
+      `/admin/audit-log?limit=${q}&before=${q}`, `/admin/audit-log?from=${q}&to=${q}`, `/admin/audit-log?action=${q}&actor=${q}&target=${q}&target_type=${q}`,
+      `/admin/operators/${q}/revoke`, `/admin/operators?x=${q}`, `/sso/callback?code=${q}&state=${q}`, `/sso/callback?state=${q}&error=${q}`, `/sso/config?x=${q}`,
+      `/v1/files?limit=${q}&after=${q}&purpose=${q}`, `/v1/files/${q}`, `/v1/files/file_${q}/content`, `/v1/batches?limit=${q}&after=${q}`, `/v1/batches/${q}`,
+      `/v1/batches/batch_${q}/cancel`, `/v1/videos?limit=${q}&after=${q}&order=${q}`, `/v1/videos/${q}`, `/v1/videos/video_${q}/content?variant=${q}`,
     ]);
     const method = path.endsWith("/cancel") || path.endsWith("/revoke") ? "POST" : r.chance(0.05) ? r.pick(["PUT", "DELETE", "PATCH", "PROPFIND", "OPTIONS"]) : "GET";
     if (path.startsWith("/admin")) headers.authorization = `Bearer ${ADMIN_TOKEN}`;
     return { method, path, headers };
   }
 
-  const route = admin ? r.pick(["/admin/accounts", "CREDITS", "KEYS", "LIMITS"] as const) : r.pick(["/v1/chat/completions", "/v1/embeddings", "/v1/videos/generations", "/v1/responses", "/v1/completions", "/v1/messages", "/v1/messages", "/v1/messages/count_tokens"] as const);
-  const path = route === "CREDITS" ? `/admin/accounts/${targetAccount}/${r.chance(0.5) ? "credits" : "adjustments"}` : route === "KEYS" ? `/admin/accounts/${targetAccount}/keys` : route === "LIMITS" ? `/admin/accounts/${targetAccount}/limits` : route;
-  const method = route === "LIMITS" ? "PATCH" : "POST";
+  if (!admin && r.chance(0.06)) return fileUpload(r, headers);
+
+  const route = admin
+    ? r.pick(["/admin/accounts", "CREDITS", "KEYS", "LIMITS", "/admin/operators", "OPERATOR"] as const)
+    : r.pick(["/v1/chat/completions", "/v1/embeddings", "/v1/videos/generations", "/v1/responses", "/v1/completions", "/v1/messages", "/v1/messages", "/v1/messages/count_tokens", "/v1/batches", "/v1/videos"] as const);
+  const path = route === "CREDITS" ? `/admin/accounts/${targetAccount}/${r.chance(0.5) ? "credits" : "adjustments"}` : route === "KEYS" ? `/admin/accounts/${targetAccount}/keys` : route === "LIMITS" ? `/admin/accounts/${targetAccount}/limits` : route === "OPERATOR" ? `/admin/operators/${targetOperator}` : route;
+  const method = route === "LIMITS" || route === "OPERATOR" ? "PATCH" : "POST";
   if (!path.startsWith("/admin")) headers.authorization = headers.authorization.startsWith(`Bearer ${ADMIN_TOKEN}`) ? `Bearer ${poorKey}` : headers.authorization;
   if (path.startsWith("/v1/messages") && r.chance(0.6)) {
     // Anthropic's clients: the key in x-api-key (sometimes a wrong one), anthropic-version and betas

@@ -52,6 +52,8 @@ export interface WorkerCall {
   id?: string;
   at: number;
   auth: string | null;
+  /** the W3C traceparent the call carried (reelay sends one when tracing is on) */
+  traceparent?: string | null;
   input?: Record<string, any>;
 }
 
@@ -148,7 +150,7 @@ export async function startFakeGpuWorker(initial: WorkerBehaviour = {}, opts: { 
       }
       const kind = m[1] as "run" | "status" | "cancel";
       const id = m[2];
-      const call: WorkerCall = { kind, id, at: Date.now(), auth };
+      const call: WorkerCall = { kind, id, at: Date.now(), auth, traceparent: req.headers.get("traceparent") };
       calls.push(call);
       if (behaviour.apiKey !== undefined && auth !== `Bearer ${behaviour.apiKey}`) return json({ error: "Unauthorized" }, 401);
       const burst = takeBurst(kind);

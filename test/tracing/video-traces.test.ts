@@ -2,13 +2,19 @@
  * A video job's trace from submit to completion: the submitting request's span (the client's
  * traceparent continued), the scheduler's run of the job as a span in the same trace linked to
  * the submit (the traceparent lives on the job row, so whichever instance runs it continues it),
- * the provider submit and the completion under it, and the webhook delivery likewise.
+ * the provider submit and the completion under it, and the webhook delivery likewise. The webhook
+ * POST and a GPU worker's /run and /status requests carry the W3C traceparent of their span, so a
+ * receiver or worker that traces joins the same trace.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { startTestServer, type TestServer } from "../support/harness.ts";
 import { startOtlpReceiver, type OtlpReceiver } from "../support/otlp-receiver.ts";
 import { client, pngBase64, scriptedEnv } from "../videos/support.ts";
 import { startReceiver, type Receiver } from "../webhooks/receiver.ts";
+import { startFakeGpuWorker } from "../fakes/gpu-worker.ts";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
 const TRACE = "5b8efff798038103d269b633813fc60c";
 const CLIENT_SPAN = "eee19b7ec3c1b174";
@@ -66,4 +72,41 @@ test("submit → scheduler run (provider submit, completion) → webhook deliver
   expect(delivery.links[0]!.spanId).toBe(submit.spanId);
   expect(delivery.attributes).toMatchObject({ "reelay.webhook.outcome": "delivered", "http.response.status_code": 200, "server.address": "127.0.0.1", "reelay.webhook.attempt": 1 });
   expect(delivery.status.code).not.toBe(2);
+  // the POST itself carried the delivery span's context
+  expect(hooks.requests[0]!.headers.traceparent).toBe(`00-${TRACE}-${delivery.spanId}-01`);
+});
+
+test("a GPU worker's /run carries the submit attempt's traceparent, its /status the job run's", async () => {
+  const worker = await startFakeGpuWorker({ queueMs: 50, runMs: 100, maxRenderSeconds: 1 });
+  const file = join(mkdtempSync(join(tmpdir(), "reelay-gpu-trace-")), "models.json");
+  writeFileSync(file, JSON.stringify({ builtins: false, models: [
+    { id: "gpu", plugin: "remote-gpu-video", options: { baseUrl: worker.url, allowPrivateNetwork: true, pollIntervalMs: 50, inputMapping: { image: "image:dataUrl", seconds: "seconds" } }, pricing: { perSecond: 30_000 } },
+  ] }));
+  const gpu = await startTestServer({ REELAY_MODELS_FILE: file, REELAY_SCHEDULER_POLL_MS: "50", OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_BSP_SCHEDULE_DELAY: "50" });
+  try {
+    const trace = "6c9f0a1b2c3d4e5f60718293a4b5c6d7";
+    const { key } = await gpu.newClient();
+    const c = client(gpu.url, key);
+    const res = await c.submit({ model: "gpu", prompt: "a harbour at dusk", image: pngBase64(), seconds: 1 }, { traceparent: `00-${trace}-${CLIENT_SPAN}-01` });
+    expect(res.status).toBe(202);
+    const { id } = (await res.json()) as { id: string };
+    expect((await c.waitFinal(id)).status).toBe("completed");
+
+    const run = await otlp.waitFor((all) => all.find((x) => x.traceId === trace && x.name === "video.job.run" && x.attributes["reelay.job.outcome"] === "completed"));
+    const submit = await otlp.waitFor((all) => all.find((x) => x.traceId === trace && x.name === "video.provider.submit"));
+    const attempt = await otlp.waitFor((all) => all.find((x) => x.traceId === trace && x.kind === 3 && x.parentSpanId === submit.spanId));
+    expect(attempt.name).toBe("upstream attempt 1");
+    expect(attempt.attributes).toMatchObject({ "server.address": "127.0.0.1" });
+    const runs = worker.calls.filter((x) => x.kind === "run");
+    const polls = worker.calls.filter((x) => x.kind === "status");
+    expect(runs.map((x) => x.traceparent)).toEqual([`00-${trace}-${attempt.spanId}-01`]);
+    expect(polls.length).toBeGreaterThanOrEqual(1);
+    // each poll names the run of the job that made it (one run here, unless a retry took another)
+    const runSpans = new Set(otlp.spans.filter((x) => x.traceId === trace && x.name === "video.job.run").map((x) => `00-${trace}-${x.spanId}-01`));
+    expect(runSpans.has(`00-${trace}-${run.spanId}-01`)).toBe(true);
+    for (const p of polls) expect(runSpans.has(p.traceparent!)).toBe(true);
+  } finally {
+    await gpu.close();
+    await worker.stop();
+  }
 });

@@ -37,6 +37,8 @@ export const batches = pgTable(
     expiredAt: timestamp("expired_at", { withTimezone: true }),
     cancellingAt: timestamp("cancelling_at", { withTimezone: true }),
     cancelledAt: timestamp("cancelled_at", { withTimezone: true }),
+    /** the W3C traceparent of the request that created it (null: tracing off): each line's span joins its trace, on any instance */
+    traceparent: text("traceparent"),
     /** the instance validating or finalizing it, until then */
     leaseOwner: text("lease_owner"),
     leaseExpiresAt: timestamp("lease_expires_at", { withTimezone: true }),

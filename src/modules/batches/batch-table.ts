@@ -34,10 +34,12 @@ export interface BatchRow {
   expiredAt: Date | null;
   cancellingAt: Date | null;
   cancelledAt: Date | null;
+  /** the creating request's W3C traceparent (null: tracing off) */
+  traceparent: string | null;
 }
 
 const COLUMNS = sql`id, account_id, key_id, principal, endpoint, input_file_id, completion_window, metadata, status, errors, output_file_id, error_file_id,
-  total, completed, failed, created_at, in_progress_at, expires_at, finalizing_at, completed_at, failed_at, expired_at, cancelling_at, cancelled_at`;
+  total, completed, failed, created_at, in_progress_at, expires_at, finalizing_at, completed_at, failed_at, expired_at, cancelling_at, cancelled_at, traceparent`;
 
 const json = (v: unknown) => (typeof v === "string" ? JSON.parse(v) : v);
 const time = (v: unknown) => (v === null || v === undefined ? null : new Date(v as string));
@@ -50,14 +52,15 @@ function readRow(r: Record<string, unknown>): BatchRow {
     total: Number(r.total), completed: Number(r.completed), failed: Number(r.failed), createdAt: new Date(r.created_at as string),
     inProgressAt: time(r.in_progress_at), expiresAt: new Date(r.expires_at as string), finalizingAt: time(r.finalizing_at), completedAt: time(r.completed_at),
     failedAt: time(r.failed_at), expiredAt: time(r.expired_at), cancellingAt: time(r.cancelling_at), cancelledAt: time(r.cancelled_at),
+    traceparent: (r.traceparent as string | null) ?? null,
   };
 }
 
-export async function insertBatch(tx: Tx, b: { id: string; accountId: string; keyId: string | null; principal: object; endpoint: string; inputFileId: string; completionWindow: string; metadata: object | null; windowMs: number }): Promise<BatchRow> {
+export async function insertBatch(tx: Tx, b: { id: string; accountId: string; keyId: string | null; principal: object; endpoint: string; inputFileId: string; completionWindow: string; metadata: object | null; windowMs: number; traceparent?: string | null }): Promise<BatchRow> {
   const [row] = await query(tx, sql`
-    INSERT INTO batches (id, account_id, key_id, principal, endpoint, input_file_id, completion_window, metadata, status, expires_at)
+    INSERT INTO batches (id, account_id, key_id, principal, endpoint, input_file_id, completion_window, metadata, status, expires_at, traceparent)
     VALUES (${b.id}, ${b.accountId}, ${b.keyId}, ${JSON.stringify(b.principal)}::jsonb, ${b.endpoint}, ${b.inputFileId}, ${b.completionWindow},
-      ${b.metadata ? JSON.stringify(b.metadata) : null}::jsonb, 'validating', now() + ${b.windowMs} * interval '1 millisecond')
+      ${b.metadata ? JSON.stringify(b.metadata) : null}::jsonb, 'validating', now() + ${b.windowMs} * interval '1 millisecond', ${b.traceparent ?? null})
     RETURNING ${COLUMNS}`);
   return readRow(row!);
 }

@@ -11,5 +11,5 @@ import { batchObject } from "./service.ts";
 
 export async function batchEvent(deps: AppDeps, tx: Tx, b: BatchRow): Promise<void> {
   if (b.status !== "completed" && b.status !== "failed" && b.status !== "expired" && b.status !== "cancelled") return;
-  await enqueueAccountEvent(tx, { eventId: b.id, accountId: b.accountId, type: `batch.${b.status}`, data: await batchObject(deps, b) }, { retryWindowMs: deps.config.webhooks.retryWindowMs });
+  await enqueueAccountEvent(tx, { eventId: b.id, accountId: b.accountId, type: `batch.${b.status}`, data: await batchObject(deps, b), traceparent: b.traceparent }, { retryWindowMs: deps.config.webhooks.retryWindowMs });
 }

@@ -19,7 +19,7 @@ const IdParams = t.Object({ id: t.String() });
 export const batchRoutes = (deps: AppDeps) =>
   new Elysia({ prefix: "/v1", tags: ["batches"] })
     .use(requireKey(deps))
-    .post("/batches", async ({ principal, body }) => batchObject(deps, await createBatch(deps, principal, body)), {
+    .post("/batches", async ({ principal, body, request }) => batchObject(deps, await createBatch(deps, principal, body, deps.tracing.of(request)?.traceparent())), {
       body: CreateBatchBody,
       detail: {
         summary: "Create a batch",

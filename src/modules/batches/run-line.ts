@@ -25,6 +25,8 @@ import { LineLedger, type LineHolds } from "./line-ledger.ts";
 import type { BatchEndpoint } from "./model.ts";
 import type { PendingLine } from "./batch-table.ts";
 import { retryAfterOf } from "../../rate-limit/key-and-account-limits.ts";
+import type { RequestFacts } from "../../ops/hooks.ts";
+import { REELAY } from "../../ops/tracing/attributes.ts";
 
 const CHECKS = {
   "/v1/chat/completions": TypeCompiler.Compile(ChatCompletionRequest),
@@ -44,10 +46,15 @@ export interface LineOutcome {
 /** The line's charge ref, the key of "at most once": one per (batch, custom_id). */
 export const lineRef = (batchId: string, customId: string) => `${batchId}:${customId}`;
 
-export async function runLine(deps: AppDeps, seal: ReasoningSeal, holds: LineHolds, batch: { id: string; endpoint: BatchEndpoint; principal: Principal }, line: PendingLine, signal: AbortSignal): Promise<LineOutcome> {
+export async function runLine(deps: AppDeps, seal: ReasoningSeal, holds: LineHolds, batch: { id: string; endpoint: BatchEndpoint; principal: Principal; traceparent: string | null }, line: PendingLine, signal: AbortSignal): Promise<LineOutcome> {
   const ledger = new LineLedger({ holds, billing: deps.billing, holdTtlMs: deps.config.holdTtlMs });
   const requestId = lineRef(batch.id, line.customId);
   const id = randomId("batch_req", 24);
+  // tracing on (and the batch created with it): the line is a span in the creating request's trace,
+  // with the pipeline's charge, attempt and settlement spans under it, like a request's
+  const trace = batch.traceparent
+    ? deps.tracing.work("batch.line", batch.traceparent, { [REELAY.batchId]: batch.id, [REELAY.batchCustomId]: line.customId, [REELAY.batchLine]: line.line + 1, [REELAY.route]: "batch", [REELAY.requestId]: requestId })
+    : undefined;
   try {
     const body = { ...line.body };
     delete body.stream; // a batch line is answered whole
@@ -56,7 +63,7 @@ export async function runLine(deps: AppDeps, seal: ReasoningSeal, holds: LineHol
     // the line counts in its batches' share of the key's limits (requests here, tokens in the pipeline)
     const asBatch = { ledger, limits: { share: deps.config.batchShare } };
     await paced(() => deps.requestLimit.admit(batch.principal, asBatch.limits), signal);
-    const call = { principal: batch.principal, requestId, signal, startedAt: performance.now(), note: () => {}, route: "batch", batch: asBatch };
+    const call = { principal: batch.principal, requestId, signal, startedAt: performance.now(), note: trace ? (facts: RequestFacts) => trace.note(facts) : () => {}, route: "batch", batch: asBatch, trace };
     const answer = await paced(async (): Promise<unknown> => {
       if (batch.endpoint === "/v1/embeddings") return (await createEmbeddings(deps, batch.principal, body as EmbeddingsBody, { ref: requestId, signal, route: "batch", batch: asBatch })).body;
       const response =
@@ -66,10 +73,14 @@ export async function runLine(deps: AppDeps, seal: ReasoningSeal, holds: LineHol
       return response.json();
     }, signal);
     const result = { id, custom_id: line.customId, response: { status_code: 200, request_id: requestId, body: answer }, error: null };
+    trace?.set({ [REELAY.batchOutcome]: "completed" });
+    trace?.end();
     return { ok: true, result: JSON.stringify(result), settlements: ledger.settlements };
   } catch (err) {
     const e = err instanceof ApiError ? err : clientErrorFrom(err);
     if (e.status >= 500 && !(err instanceof ApiError)) deps.logger.warn({ err, batchId: batch.id, customId: line.customId }, "batches: a line failed");
+    trace?.set({ [REELAY.batchOutcome]: "failed", "http.response.status_code": e.status });
+    trace?.end({ message: e.message, kind: e.code ?? e.type });
     return { ok: false, result: errorLine(batch.id, line.customId, e), settlements: ledger.settlements };
   }
 }

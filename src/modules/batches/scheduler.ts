@@ -86,7 +86,7 @@ export function createBatchScheduler(deps: AppDeps, seal: ReasoningSeal): BatchS
   async function runSlice(slice: ClaimedSlice, signal: AbortSignal): Promise<void> {
     const batch = await findBatch(db, slice.batchId, null);
     if (!batch || batch.status !== "in_progress") return void (await closeSlice(db, owner, slice, false));
-    const view = { id: batch.id, endpoint: batch.endpoint as BatchEndpoint, principal: batch.principal as unknown as Principal };
+    const view = { id: batch.id, endpoint: batch.endpoint as BatchEndpoint, principal: batch.principal as unknown as Principal, traceparent: batch.traceparent };
     const lines = await pendingLines(db, slice);
     // a line that starts after the batch's key was revoked is not run: it fails with key_revoked, uncharged
     let keyRevoked = (await batchState(db, batch.id))?.keyRevoked ?? false;

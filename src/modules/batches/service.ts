@@ -30,13 +30,14 @@ export async function batchObject(deps: AppDeps, b: BatchRow) {
   };
 }
 
-export async function createBatch(deps: AppDeps, principal: Principal, body: CreateBatchBody): Promise<BatchRow> {
+/** traceparent: the creating request's (tracing on), so each line's span joins its trace */
+export async function createBatch(deps: AppDeps, principal: Principal, body: CreateBatchBody, traceparent?: string): Promise<BatchRow> {
   const file = await findFile(deps.database.db, body.input_file_id, principal.accountId);
   if (!file) throw notFound(`No such File object: ${quoted(body.input_file_id)}`, "file_not_found", "input_file_id");
   if (file.purpose !== "batch") throw badRequest(`The file ${file.id} was uploaded with purpose '${file.purpose}'; a batch's input file needs purpose 'batch'.`, "input_file_id", "invalid_file");
   return insertBatch(deps.database.db, {
     id: randomId("batch", 24), accountId: principal.accountId, keyId: principal.keyId, principal, endpoint: body.endpoint, inputFileId: file.id,
-    completionWindow: body.completion_window, metadata: body.metadata ?? null, windowMs: WINDOW_MS,
+    completionWindow: body.completion_window, metadata: body.metadata ?? null, windowMs: WINDOW_MS, traceparent: traceparent ?? null,
   });
 }
 

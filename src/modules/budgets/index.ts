@@ -15,7 +15,7 @@ import { ApiError, badRequest } from "../../errors.ts";
 import { ErrorEnvelope } from "../../http/schemas.ts";
 import { getAccount } from "../../accounts/accounts.ts";
 import { getKey } from "../../accounts/api-keys.ts";
-import { budgetError, budgetViews, normaliseBudgets, setBudgetsIn, type BudgetSpec, type BudgetView } from "../../billing/budgets.ts";
+import { budgetError, budgetSpecOf, budgetViews, normaliseBudgets, setBudgetsIn, type BudgetSpec } from "../../billing/budgets.ts";
 import { checkPlan, deleteStoredPlan, percentToBp, putStoredPlan, setAccountPlan, type PricePlan } from "../../billing/plans.ts";
 import { AccountPlanBody, AccountPlanView, BudgetList, BudgetsBody, PlanBody, PlanList, PlanView } from "./model.ts";
 
@@ -30,9 +30,6 @@ export const planView = (p: PricePlan, accounts?: number) => ({
   id: p.id, object: "price_plan" as const, name: p.name, adjustment_percent: p.adjustmentBp / 100, models: p.models as Record<string, Record<string, number>>, source: p.source,
   ...(accounts !== undefined ? { accounts } : {}),
 });
-
-/** a budget as the audit log keeps it: its settings, not its window's figures */
-const budgetSpecOf = (b: BudgetView) => ({ id: b.id, scope: b.scope, key_id: b.key_id, period: b.period, limit: b.limit, timezone: b.timezone, models: b.models, thresholds: b.thresholds });
 
 export const budgetAdminRoutes = (deps: AppDeps) => {
   const db = deps.database.db;

@@ -122,7 +122,7 @@ export function createDeliveryWorker(deps: Pick<AppDeps, "config" | "database" |
     const signal = abort.signal;
     // tracing on: the attempt is a span in the trace of the job it tells about
     const span = d.traceparent ? deps.tracing?.background("webhook.deliver", d.traceparent, { "reelay.webhook.delivery_id": d.id, "reelay.webhook.attempt": d.attempts, "server.address": hostOf(d.url) }) : undefined;
-    const done = sendAttempt({ box, policy, timeoutMs: cfg.timeoutMs, signal }, d)
+    const done = sendAttempt({ box, policy, timeoutMs: cfg.timeoutMs, signal, trace: span?.upstream }, d)
       .then((outcome) => {
         if (span) {
           span.set({ "reelay.webhook.outcome": outcome.kind, "http.response.status_code": "status" in outcome ? outcome.status ?? undefined : undefined });

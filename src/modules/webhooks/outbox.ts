@@ -40,11 +40,11 @@ async function endpointsWant(tx: Tx, accountId: string, type: EventType): Promis
   return rows.length > 0;
 }
 
-async function insertDeliveries(tx: Tx, d: { jobId: string; accountId: string; type: EventType; webhookUrl: string | null; payload: string; retryWindowMs: number }): Promise<number> {
+async function insertDeliveries(tx: Tx, d: { jobId: string; accountId: string; type: EventType; webhookUrl: string | null; payload: string; retryWindowMs: number; traceparent?: string | null }): Promise<number> {
   const newId = sql`'msg_' || replace(gen_random_uuid()::text, '-', '')`;
   const giveUp = sql`now() + ${d.retryWindowMs} * interval '1 millisecond'`;
-  // the job's trace, when it has one (an account event's id names no job: null)
-  const traceparent = sql`(SELECT traceparent FROM video_jobs WHERE id = ${d.jobId})`;
+  // the job's trace, when it has one (an account event's id names no job: null, unless the event brings its own, as a batch's)
+  const traceparent = d.traceparent !== undefined ? sql`${d.traceparent}::text` : sql`(SELECT traceparent FROM video_jobs WHERE id = ${d.jobId})`;
   const rows = await query(tx, sql`
     INSERT INTO webhook_deliveries (id, account_id, endpoint_id, job_id, event_type, url, payload, give_up_at, traceparent)
     SELECT ${newId}, e.account_id, e.id, ${d.jobId}, ${d.type}, e.url, ${d.payload}, ${giveUp}, ${traceparent}
@@ -62,8 +62,8 @@ async function insertDeliveries(tx: Tx, d: { jobId: string; accountId: string; t
  * endpoint of the account that wants it. `eventId` plays the job id's part in the unique (event,
  * endpoint) constraint: the same event queued twice is one delivery per endpoint.
  */
-export async function enqueueAccountEvent(tx: Tx, e: { eventId: string; accountId: string; type: EventType; data: Record<string, unknown> }, opts: { retryWindowMs: number }): Promise<number> {
+export async function enqueueAccountEvent(tx: Tx, e: { eventId: string; accountId: string; type: EventType; data: Record<string, unknown>; traceparent?: string | null }, opts: { retryWindowMs: number }): Promise<number> {
   if (!(await endpointsWant(tx, e.accountId, e.type))) return 0;
   const payload = JSON.stringify({ type: e.type, timestamp: new Date().toISOString(), data: e.data });
-  return insertDeliveries(tx, { jobId: e.eventId, accountId: e.accountId, type: e.type, webhookUrl: null, payload, retryWindowMs: opts.retryWindowMs });
+  return insertDeliveries(tx, { jobId: e.eventId, accountId: e.accountId, type: e.type, webhookUrl: null, payload, retryWindowMs: opts.retryWindowMs, traceparent: e.traceparent });
 }

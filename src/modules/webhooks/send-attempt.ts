@@ -9,6 +9,7 @@ import { SafeFetchError } from "../../net/safe-fetch.ts";
 import type { ClaimedDelivery } from "./deliveries.ts";
 import { SecretBoxError, type SecretBox } from "./secret-box.ts";
 import { webhookHeaders } from "./signing.ts";
+import type { TraceSpan } from "../../ops/hooks.ts";
 
 export type AttemptOutcome =
   | { kind: "delivered"; status: number }
@@ -21,6 +22,8 @@ export interface AttemptContext {
   policy: TargetPolicy;
   timeoutMs: number;
   signal?: AbortSignal;
+  /** the attempt's span (tracing on): the POST carries its W3C traceparent, so a receiver that traces joins the job's trace */
+  trace?: TraceSpan["upstream"];
 }
 
 const USER_AGENT = "reelay-webhooks/1 (+https://www.standardwebhooks.com)";
@@ -36,7 +39,7 @@ export async function sendAttempt(ctx: AttemptContext, d: ClaimedDelivery): Prom
     if (e instanceof SecretBoxError) return { kind: "retry", status: null, error: `cannot open the signing secret: ${e.message}` };
     throw e;
   }
-  const headers = { "content-type": "application/json", "user-agent": USER_AGENT, ...webhookHeaders(secret, d.id, d.payload) };
+  const headers = { ...ctx.trace?.outgoing(d.url), "content-type": "application/json", "user-agent": USER_AGENT, ...webhookHeaders(secret, d.id, d.payload) };
   try {
     const { status } = await safePost(d.url, { body: d.payload, headers, timeoutMs: ctx.timeoutMs, policy: ctx.policy, signal: ctx.signal });
     if (status >= 200 && status <= 299) return { kind: "delivered", status };

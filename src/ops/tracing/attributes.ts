@@ -32,5 +32,11 @@ export const REELAY = {
   route: "reelay.route",
   requestedModel: "reelay.requested_model",
   jobId: "reelay.job.id",
+  batchId: "reelay.batch.id",
+  batchCustomId: "reelay.batch.custom_id",
+  /** 1-based line of the input file */
+  batchLine: "reelay.batch.line",
+  /** completed | failed */
+  batchOutcome: "reelay.batch.outcome",
   disconnected: "reelay.client_disconnected",
 } as const;

@@ -25,7 +25,7 @@ import {
 import type { TracingConfig } from "../../config.ts";
 import type { Logger } from "../../logger.ts";
 import type { AttemptTrace, CallTrace } from "../../plugin-sdk/index.ts";
-import type { RequestEnd, RequestFacts, RequestLog, RequestTrace, TraceSpan, TraceValue, Tracing } from "../hooks.ts";
+import type { RequestEnd, RequestFacts, RequestLog, RequestTrace, TraceSpan, TraceValue, Tracing, WorkTrace } from "../hooks.ts";
 import { GEN_AI, REELAY } from "./attributes.ts";
 
 const propagator = new W3CTraceContextPropagator();
@@ -59,13 +59,21 @@ export function createOtelTracing(config: TracingConfig, logger: Logger, version
   let exportFailures = 0;
   const log = logger.child({ component: "tracing" });
 
+  /** a span of background work: a child of the request `linkTo` names, with a link to it (what tools show as "follows from") */
+  const backgroundSpan = (name: string, linkTo: string | null, attributes: Record<string, TraceValue> | undefined) => {
+    const parent = linkTo ? propagator.extract(ROOT_CONTEXT, { traceparent: linkTo }, recordGetter) : ROOT_CONTEXT;
+    const linked = trace.getSpanContext(parent);
+    return tracer.startSpan(name, { kind: SpanKind.INTERNAL, attributes: clean(attributes), links: linked ? [{ context: linked, attributes: { "reelay.link": "submitted_by" } }] : [] }, parent);
+  };
   const tracing: OtelTracing = {
     of: (request) => traces.get(request),
     background(name, linkTo, attributes) {
-      const parent = linkTo ? propagator.extract(ROOT_CONTEXT, { traceparent: linkTo }, recordGetter) : ROOT_CONTEXT;
-      const linked = trace.getSpanContext(parent);
-      const span = tracer.startSpan(name, { kind: SpanKind.INTERNAL, attributes: clean(attributes), links: linked ? [{ context: linked, attributes: { "reelay.link": "submitted_by" } }] : [] }, parent);
-      return span.isRecording() ? new OtelSpan(tracer, span) : undefined;
+      const span = backgroundSpan(name, linkTo, attributes);
+      return span.isRecording() ? new OtelSpan(tracer, span, addressOf) : undefined;
+    },
+    work(name, linkTo, attributes): WorkTrace | undefined {
+      const span = backgroundSpan(name, linkTo, attributes);
+      return span.isRecording() ? new OtelRequestTrace(tracer, span, config.content, addressOf) : undefined;
     },
     async close() {
       await provider.shutdown().catch((err) => log.warn({ err }, "tracing: could not export the last spans"));
@@ -87,6 +95,7 @@ export function createOtelTracing(config: TracingConfig, logger: Logger, version
           traces.get(request)?.responded(e);
         },
         flush: inner.flush,
+        idle: inner.idle,
       };
     },
   };
@@ -118,11 +127,51 @@ function clean(attributes: Record<string, TraceValue> | undefined): Attributes {
   return out;
 }
 
+/**
+ * The upstream side of a span: `outgoing` gives the W3C headers of the attempt open now (else of
+ * the span itself) and records the address called on it; `attempt` opens a client span under it.
+ * A request's span and a background span (a job's step, a webhook delivery) use the same one.
+ */
+class UpstreamCalls implements CallTrace {
+  /** the attempt span open now: an upstream request made now belongs to it */
+  private attemptSpan: Span | null = null;
+  constructor(private readonly tracer: Tracer, private readonly span: Span, private readonly addressOf: (url: string) => Attributes) {}
+
+  attempt(info: { deployment?: string; attempt: number }): AttemptTrace {
+    const span = this.tracer.startSpan(`upstream attempt ${info.attempt}`, { kind: SpanKind.CLIENT, attributes: clean({ [REELAY.deployment]: info.deployment, [REELAY.attempt]: info.attempt }) }, trace.setSpan(ROOT_CONTEXT, this.span));
+    this.attemptSpan = span;
+    let ended = false;
+    return {
+      end: (err) => {
+        if (ended) return;
+        ended = true;
+        if (this.attemptSpan === span) this.attemptSpan = null;
+        if (err !== undefined) failed(span, err);
+        span.end();
+      },
+    };
+  }
+
+  outgoing(url: string): Record<string, string> {
+    const span = this.attemptSpan ?? this.span;
+    const address = this.addressOf(url);
+    span.setAttributes(address);
+    if (span !== this.span) this.span.setAttributes(address);
+    const carrier: Record<string, string> = {};
+    propagator.inject(trace.setSpan(ROOT_CONTEXT, span), carrier, defaultTextMapSetter);
+    return carrier;
+  }
+}
+
 class OtelSpan implements TraceSpan {
   private ended = false;
-  constructor(private readonly tracer: Tracer, readonly span: Span) {}
+  private calls: UpstreamCalls | null = null;
+  constructor(private readonly tracer: Tracer, readonly span: Span, private readonly addressOf: (url: string) => Attributes) {}
+  get upstream(): CallTrace {
+    return (this.calls ??= new UpstreamCalls(this.tracer, this.span, this.addressOf));
+  }
   child(name: string, attributes?: Record<string, TraceValue>): TraceSpan {
-    return new OtelSpan(this.tracer, this.tracer.startSpan(name, { kind: SpanKind.INTERNAL, attributes: clean(attributes) }, trace.setSpan(ROOT_CONTEXT, this.span)));
+    return new OtelSpan(this.tracer, this.tracer.startSpan(name, { kind: SpanKind.INTERNAL, attributes: clean(attributes) }, trace.setSpan(ROOT_CONTEXT, this.span)), this.addressOf);
   }
   set(attributes: Record<string, TraceValue>): void {
     this.span.setAttributes(clean(attributes));
@@ -156,22 +205,19 @@ const FACT_ATTRIBUTES: Partial<Record<keyof RequestFacts, string>> = {
   disconnected: REELAY.disconnected,
 };
 
-class OtelRequestTrace implements RequestTrace {
+class OtelRequestTrace implements WorkTrace {
   readonly upstream: CallTrace;
   private context: Context;
   private holds = 0;
   private response: RequestEnd | null = null;
   private ended = false;
   private named = false;
-  /** the attempt span open now: an upstream request made now belongs to it */
-  private attemptSpan: Span | null = null;
+  /** background work (Tracing.work) said it is done */
+  private finished = false;
 
   constructor(private readonly tracer: Tracer, readonly span: Span, readonly content: boolean, private readonly addressOf: (url: string) => Attributes) {
     this.context = trace.setSpan(ROOT_CONTEXT, span);
-    this.upstream = {
-      outgoing: (url) => this.outgoing(url),
-      attempt: (info) => this.attempt(info),
-    };
+    this.upstream = new UpstreamCalls(tracer, span, addressOf);
   }
 
   set(attributes: Record<string, TraceValue>): void {
@@ -184,7 +230,7 @@ class OtelRequestTrace implements RequestTrace {
   }
 
   child(name: string, attributes?: Record<string, TraceValue>): TraceSpan {
-    return new OtelSpan(this.tracer, this.tracer.startSpan(name, { kind: SpanKind.INTERNAL, attributes: clean(attributes) }, this.context));
+    return new OtelSpan(this.tracer, this.tracer.startSpan(name, { kind: SpanKind.INTERNAL, attributes: clean(attributes) }, this.context), this.addressOf);
   }
 
   traceparent(): string {
@@ -223,36 +269,20 @@ class OtelRequestTrace implements RequestTrace {
     this.maybeEnd();
   }
 
+  /** the end of background work (a request's span ends with its response instead) */
+  end(err?: unknown): void {
+    if (this.finished) return;
+    this.finished = true;
+    if (err !== undefined) failed(this.span, err);
+    this.maybeEnd();
+  }
+
   private maybeEnd() {
-    if (this.ended || this.response === null || this.holds > 0) return;
+    if (this.ended || (this.response === null && !this.finished) || this.holds > 0) return;
     this.ended = true;
     this.span.end();
   }
 
-  private attempt(info: { deployment?: string; attempt: number }): AttemptTrace {
-    const span = this.tracer.startSpan(`upstream attempt ${info.attempt}`, { kind: SpanKind.CLIENT, attributes: clean({ [REELAY.deployment]: info.deployment, [REELAY.attempt]: info.attempt }) }, this.context);
-    this.attemptSpan = span;
-    let ended = false;
-    return {
-      end: (err) => {
-        if (ended) return;
-        ended = true;
-        if (this.attemptSpan === span) this.attemptSpan = null;
-        if (err !== undefined) failed(span, err);
-        span.end();
-      },
-    };
-  }
-
-  private outgoing(url: string): Record<string, string> {
-    const span = this.attemptSpan ?? this.span;
-    const address = this.addressOf(url);
-    span.setAttributes(address);
-    if (span !== this.span) this.span.setAttributes(address);
-    const carrier: Record<string, string> = {};
-    propagator.inject(trace.setSpan(ROOT_CONTEXT, span), carrier, defaultTextMapSetter);
-    return carrier;
-  }
 }
 
 /** server.address / server.port of upstream URLs, each origin parsed once (a model calls a few) */

@@ -74,11 +74,11 @@ export async function runJob(ctx: RunJobContext, job: ClaimedJob): Promise<void>
 async function runSteps(ctx: RunJobContext, job: ClaimedJob, span: TraceSpan | undefined): Promise<void> {
   const { deps, owner, video, signal } = ctx;
   /** a step of the run as a span under it (tracing on) */
-  const step = async <T>(name: string, fn: () => Promise<T>, attributes?: Record<string, TraceValue>): Promise<T> => {
+  const step = async <T>(name: string, fn: (s?: TraceSpan) => Promise<T>, attributes?: Record<string, TraceValue>): Promise<T> => {
     if (!span) return fn();
     const s = span.child(name, attributes);
     try {
-      const r = await fn();
+      const r = await fn(s);
       s.end();
       return r;
     } catch (err) {
@@ -153,10 +153,11 @@ async function runSteps(ctx: RunJobContext, job: ClaimedJob, span: TraceSpan | u
       job.attempts = attempts;
       let submitted: { handle: string };
       try {
-        submitted = await step("video.provider.submit", () => timed(() => video.submit({
+        // the provider's requests carry the step's traceparent (a GPU worker that traces joins the job's trace)
+        submitted = await step("video.provider.submit", (s) => timed(() => video.submit({
           jobId: job.id, prompt: job.prompt, negativePrompt: job.negativePrompt ?? undefined, image: { bytes: image!, mime: job.imageMime! },
           width: job.width, height: job.height, seconds: job.seconds, seed: job.seed, steps: job.steps ?? undefined, ...(remixOf ? { remixOf } : {}),
-        }, { signal, requestId: job.id })), { "reelay.job.submit": attempts });
+        }, { signal, requestId: job.id, trace: s?.upstream })), { "reelay.job.submit": attempts });
       } catch (e) {
         return void (await onError(e, "submit"));
       }
@@ -164,7 +165,7 @@ async function runSteps(ctx: RunJobContext, job: ClaimedJob, span: TraceSpan | u
       const saved = await saveHandle(deps, job.id, owner, submitted.handle);
       if (!saved) {
         // cancelled (or taken over) while the provider was accepting it: do not leave it running there
-        await video.cancel?.(submitted.handle, { signal: AbortSignal.timeout(10_000), requestId: job.id }).catch(() => {});
+        await video.cancel?.(submitted.handle, { signal: AbortSignal.timeout(10_000), requestId: job.id, trace: span?.upstream }).catch(() => {});
         return;
       }
       handle = submitted.handle;
@@ -178,7 +179,7 @@ async function runSteps(ctx: RunJobContext, job: ClaimedJob, span: TraceSpan | u
     let r: HostPollResult;
     try {
       span?.set({ "reelay.job.polls": ++polls });
-      r = await timed(() => video.poll(handle!, { signal, requestId: job.id }));
+      r = await timed(() => video.poll(handle!, { signal, requestId: job.id, trace: span?.upstream }));
     } catch (e) {
       return void (await onError(e, "poll"));
     }
