@@ -232,6 +232,13 @@ async function run(dbs: [Db, Db], check: Db, fund: [number, number], chunks: Op[
   await expectInvariants(check, [...accts]);
 }
 
+/**
+ * The generated cases are the same on every run unless FC_SEED asks for others: that every kind of
+ * step is reached is checked after the runs, which random cases do not always do (the budget-window
+ * twin of this test once reached no balance refusal in CI). Explore with FC_SEED=$RANDOM.
+ */
+const SEED = Number(process.env.FC_SEED ?? 20261127);
+
 export function describeLeaseProperties(name: string, open: () => Promise<BillingDb>, opts: { numRuns: number; maxChunks: number; separateConnections: boolean }) {
   describe(`credit leases on ${name}`, () => {
     let bdb: BillingDb;
@@ -252,9 +259,9 @@ export function describeLeaseProperties(name: string, open: () => Promise<Billin
         fc.asyncProperty(funds, fc.array(fc.array(op, { minLength: 1, maxLength: 10 }), { minLength: 2, maxLength: opts.maxChunks }), async (fund, chunks) => {
           await run([bdb.db, second?.db ?? bdb.db], bdb.db, fund, chunks);
         }),
-        { numRuns: opts.numRuns },
+        { numRuns: opts.numRuns, seed: SEED },
       );
-      console.log(`credit leases on ${name}, ${opts.numRuns} runs: ${JSON.stringify(seen)}`);
+      console.log(`credit leases on ${name}, ${opts.numRuns} runs, seed ${SEED} (FC_SEED=… for others): ${JSON.stringify(seen)}`);
       for (const [k, n] of Object.entries(seen)) expect({ [k]: n > 0 }).toEqual({ [k]: true });
     }, 300_000);
   });
