@@ -37,16 +37,19 @@ function Cost(p: { row: any | null | undefined }) {
   );
 }
 
-function ModelSelect(p: { models: any[]; capability: Tab; value: string; onChange(v: string): void }) {
+function ModelSelect(p: { models: any[]; capability: Tab; value: string; onChange(v: string | ((current: string) => string)): void }) {
   // /v1/models may say what a model does; if it does not, every model is offered
   const fits = (m: any) => {
     const caps = m.capabilities ?? (m.capability ? [m.capability] : null);
     return !caps || caps.includes(p.capability);
   };
   const list = p.models.filter(fits);
+  const ids = list.map((m) => m.id);
   useEffect(() => {
-    if (!list.some((m) => m.id === p.value) && list[0]) p.onChange(list[0].id);
-  }, [list.map((m) => m.id).join(), p.value]);
+    // the first model by default — unless one was chosen since this render (effects run a frame
+    // later: a choice made in between must not be overwritten)
+    if (!ids.includes(p.value) && ids[0]) p.onChange((current) => (ids.includes(current) ? current : ids[0]!));
+  }, [ids.join(), p.value]);
   return (
     <Field label="Model">
       <select name={`${p.capability}-model`} value={p.value} onChange={(e) => p.onChange((e.target as HTMLSelectElement).value)}>
