@@ -71,7 +71,10 @@ export async function runMixedLoad(servers: Instance[], db: Db, opts: { jobsTime
     if (res.status === 200 || res.status === 202) return void outcomes.ok++;
     // an upstream that answered too slowly for a box this loaded: nothing charged (the money checks below include it)
     if (res.status === 502 || res.status === 504) return void outcomes.upstreamFailed++;
-    expect({ kind, status: res.status }).toEqual({ kind, status: 402 });
+    // anything else: its body and what the server logged under its request id say why
+    const id = res.headers.get("x-request-id");
+    const logged = () => servers.flatMap((sv) => ("stdout" in sv ? (sv as unknown as { stdout(): string }).stdout().split("\n").filter((l) => id && l.includes(id) && !l.includes('"msg":"request"')) : []));
+    expect({ kind, status: res.status, body: res.status === 402 ? null : text.slice(0, 500), log: res.status === 402 ? [] : logged() }).toEqual({ kind, status: 402, body: null, log: [] });
     const e = JSON.parse(text).error;
     if (/retry shortly/.test(e.message)) return void outcomes.retryShortly++;
     if (e.code === "budget_exceeded") {
