@@ -2,6 +2,7 @@
  * CPU of tracing one chat request, the OpenTelemetry part alone (bench/chat-proxy.ts measures it
  * in the whole server): the spans a non-streamed chat makes (server, charge, one attempt with its
  * outgoing traceparent, settle), exported to a local receiver. `bun bench/lib/tracing-cost.ts [n]`
+ * (OTEL_EXPORTER_OTLP_PROTOCOL=http/json: the JSON exporter instead of protobuf)
  */
 import { loadConfig } from "../../src/config.ts";
 import { createLogger } from "../../src/logger.ts";
@@ -14,7 +15,7 @@ const recv = Bun.spawn(["bun", "-e", `import { startOtlpReceiver } from ${JSON.s
 const lines = recv.stdout.pipeThrough(new TextDecoderStream()).getReader();
 const nextLine = async () => (await lines.read()).value!.trim();
 const receiver = { url: await nextLine() };
-const config = loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_SAMPLER: "always_on", OTEL_BSP_SCHEDULE_DELAY: "200", REELAY_LOG_LEVEL: "error" });
+const config = loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_SAMPLER: "always_on", OTEL_BSP_SCHEDULE_DELAY: "200", REELAY_LOG_LEVEL: "error", ...(process.env.OTEL_EXPORTER_OTLP_PROTOCOL ? { OTEL_EXPORTER_OTLP_PROTOCOL: process.env.OTEL_EXPORTER_OTLP_PROTOCOL } : {}) });
 const tracing = createOtelTracing(config.tracing!, createLogger(config), "bench");
 const log = tracing.wrap(noRequestLog);
 const models = { get: () => undefined };

@@ -76,9 +76,15 @@ export function auditView(row: AuditRow) {
   };
 }
 
-/** The one log line per entry, after its transaction committed. */
+/**
+ * The one log line per entry, after its transaction committed, whatever the logger's level: the
+ * line is a record of the change, not a diagnostic (the CLI logs at warn, to stderr, so that its
+ * stdout is the command's JSON answer; a server may run at warn or error too).
+ */
 export function logAudit(logger: Logger, rows: AuditRow[]) {
-  for (const row of rows) logger.info({ audit: auditView(row) }, "audit");
+  if (!rows.length) return;
+  const out = logger.isLevelEnabled("info") ? logger : logger.child({}, { level: "info" });
+  for (const row of rows) out.info({ audit: auditView(row) }, "audit");
 }
 
 /**

@@ -1,7 +1,8 @@
 /**
  * Every state-changing CLI command (the real `bun src/main.ts …` against the server's Postgres
  * database) writes one audit-log row in the change's transaction, as the host user who ran it: the
- * running server's GET /admin/audit-log shows it like an admin route's. A refused command writes none.
+ * running server's GET /admin/audit-log shows it like an admin route's, and the command prints the
+ * entry's JSON log line (on stderr: stdout is the command's answer). A refused command writes neither.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { startTestServer, type TestServer } from "../../test/support/harness.ts";
@@ -33,9 +34,14 @@ const cliEntries = async () => {
 };
 
 test("each state-changing command is one audit entry with before/after, never a secret", async () => {
+  /** each command's audit log lines (stderr, JSON, whatever the CLI's log level), in order */
+  const lines: any[] = [];
   const ok = async (...args: string[]) => {
     const r = await cli(...args);
-    expect(`${args.slice(0, 2).join(" ")}: ${r.code} ${r.err}`).toBe(`${args.slice(0, 2).join(" ")}: 0 `);
+    expect(`${args.slice(0, 2).join(" ")}: ${r.code}`).toBe(`${args.slice(0, 2).join(" ")}: 0`);
+    const logged = r.err.split("\n").filter(Boolean).map((l) => JSON.parse(l));
+    expect(logged.map((l) => l.msg)).toEqual(["audit"]);
+    lines.push(logged[0]);
     return r.json;
   };
   const acct = await ok("accounts", "create", "--name", "cli-audit", "--credits", "1000000");
@@ -80,6 +86,9 @@ test("each state-changing command is one audit entry with before/after, never a 
     `webhook_secret.rotate account:${acct.id}`,
     `webhook_endpoint.delete webhook_endpoint:${hook.id}`,
   ]);
+  // one JSON log line per entry, from the CLI process too (its logger is at warn): the entry as the API shows it
+  expect(lines.map((l) => l.audit)).toEqual(entries);
+  for (const l of lines) expect(l.level).toBe(30);
   for (const e of entries) {
     expect(e.actor).toEqual({ type: "cli", id: null, name: expect.stringMatching(/^cli \(.+\)$/) });
     expect(e.request_id).toBeNull();
@@ -116,6 +125,7 @@ test("a refused command writes no entry (same transaction)", async () => {
     await cli("plans", "delete", "no-such-plan"),
   ];
   expect(refused.map((r) => r.code)).toEqual([1, 1, 1, 1, 0]);
+  for (const r of refused) expect(r.err).not.toContain('"msg":"audit"');
   expect((await cliEntries()).length).toBe(before);
   expect((await (await s.admin(`/admin/accounts/${acct.id}`)).json() as any).balance).toBe(1000);
 }, 60_000);

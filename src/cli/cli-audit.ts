@@ -17,7 +17,7 @@ export function cliAuditContext(): AuditContext {
 }
 
 /** a logger for commands run without one (tests calling a command directly) */
-const quiet = { info() {} } as unknown as Logger;
+const quiet = { info() {}, isLevelEnabled: () => true } as unknown as Logger;
 
 /** Run a CLI command's change and its audit rows in one transaction. */
 export function cliAudited<T>(db: Db, logger: Logger | undefined, work: (tx: Tx, record: (entry: AuditEntry) => Promise<void>) => Promise<T>): Promise<T> {

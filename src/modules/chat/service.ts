@@ -207,7 +207,7 @@ export async function prepareRequest<B>(deps: AppDeps, call: PipelineCall, model
   const dearest = worst.model === model ? "" : ` (at the prices of fallback ${worst.model.id})`;
   const trace = call.trace;
   if (trace) traceRequest(trace, call, model, view);
-  const holding = trace?.child("reelay.charge", { [REELAY.holdMicros]: worst.cost, [GEN_AI.requestModel]: model.id });
+  const holding = trace?.child("reelay.charge", { [REELAY.holdMicros]: worst.cost });
   const charge = await openCharge(call.batch ? { ...deps, billing: call.batch.ledger } : deps, {
     accountId: call.principal.accountId, keyId: call.principal.keyId, ref: call.requestId, kind: "chat", route: call.route ?? "/v1/chat/completions",
     model: model.id, plugin: model.plugin, pricing: applyPlan(plan, model.id, model.pricing), plan, worstCase: worst.cost, startedAt: call.startedAt,
