@@ -86,7 +86,11 @@ export function createBatchScheduler(deps: AppDeps, seal: ReasoningSeal): BatchS
     db.transaction(async (tx) => {
       const kept = group.filter((g) => !g.abandon);
       const wrote = await writeLineResults(tx, kept.map((g) => ({ batchId: g.batchId, line: g.line.line, result: g.out.result, ok: g.out.ok, charges: g.out.settlements.some((x) => x.mode === "settle") })));
-      const settlements = group.flatMap((g) => (wrote.has(`${g.batchId}/${g.line.line}`) ? g.out.settlements : g.out.settlements.map(unwritten)));
+      const notWritten = group.filter((g) => !wrote.has(`${g.batchId}/${g.line.line}`) && g.out.settlements.length > 0);
+      // why a line was not written, read after the write (which waited for a cancel or revocation in flight): its usage row says so
+      const causes = new Map<string, UnwrittenCause>();
+      for (const batchId of new Set(notWritten.map((g) => g.batchId))) causes.set(batchId, causeOf(await batchState(tx, batchId)));
+      const settlements = group.flatMap((g) => (wrote.has(`${g.batchId}/${g.line.line}`) ? g.out.settlements : g.out.settlements.map((x) => unwritten(x, g.abandon ? "batch_line_interrupted" : causes.get(g.batchId)!))));
       if (settlements.length > 0) await settleBatch(tx, settlements);
     }),
   );
@@ -212,7 +216,21 @@ export function createBatchScheduler(deps: AppDeps, seal: ReasoningSeal): BatchS
   };
 }
 
-/** A settlement whose line was not written (the batch stopped, or another instance wrote it): nothing charged, the hold given back. */
-function unwritten(s: Settlement): Settlement {
-  return { ...s, mode: "release", actual: 0, reason: `${s.reason}: not written (batch stopped)`, usage: { ...s.usage, status: 499, errorCode: "batch_cancelled", promptTokens: null, completionTokens: null } };
+/**
+ * Why a line's result was not written, for its usage row (cost 0): the batch was cancelled or
+ * expired, the key that created it was revoked (401), or the line was interrupted — its slice
+ * stopped (shutdown, lease lost) or another instance wrote it — and it is not charged by this run.
+ */
+export type UnwrittenCause = "batch_cancelled" | "batch_expired" | "key_revoked" | "batch_line_interrupted";
+
+function causeOf(state: { status: string; expired: boolean; keyRevoked: boolean } | null): UnwrittenCause {
+  if (state === null) return "batch_cancelled";
+  if (state.status !== "in_progress") return state.expired || state.status === "expired" ? "batch_expired" : "batch_cancelled";
+  return state.keyRevoked ? "key_revoked" : "batch_line_interrupted";
+}
+
+/** A settlement whose line was not written: nothing charged, the hold given back; its usage row names the cause. */
+function unwritten(s: Settlement, cause: UnwrittenCause): Settlement {
+  const status = cause === "key_revoked" ? 401 : 499;
+  return { ...s, mode: "release", actual: 0, reason: `${s.reason}: not written (${cause})`, usage: { ...s.usage, status, errorCode: cause, promptTokens: null, completionTokens: null } };
 }
