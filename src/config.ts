@@ -113,7 +113,7 @@ export interface Config {
   filesTtlMs: number;
   /** the percentage of a deployment's concurrency (and of the batch scheduler's slots) batch lines may use: live requests keep the rest */
   batchShare: number;
-  /** batch lines run at once by one instance, over all batches, before the share applies (REELAY_BATCH_CONCURRENCY) */
+  /** batch lines one instance has in their upstream call at once, over all batches, before the share applies (REELAY_BATCH_CONCURRENCY) */
   batchConcurrency: number;
   /** lines per claimed slice of a batch */
   batchSliceLines: number;

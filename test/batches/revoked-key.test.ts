@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import OpenAI from "openai";
+import postgres from "postgres";
 import { chatLine, fileLines, startBatchServer, uploadBatchFile, usageRows, waitForBatch, type BatchServer } from "./batch-server.ts";
 
 let t: BatchServer;
@@ -47,6 +48,16 @@ test("lines of a batch whose key was revoked mid-batch fail with key_revoked and
   const charged = rows.filter((u) => u.cost > 0);
   expect(charged.map((u) => u.ref).sort()).toEqual(out.map((l) => `${b.id}:${l.custom_id}`).sort());
   for (const u of rows.filter((u) => u.cost === 0)) expect(errors.map((l) => `${b.id}:${l.custom_id}`)).toContain(u.ref);
+  // …and that row names its cause: the revoked key (401 key_revoked), not a cancelled batch
+  const sql = postgres(t.s.databaseUrl!, { max: 1 });
+  try {
+    const free = await sql<{ status: number; error_code: string | null }[]>`SELECT status, error_code FROM usage_records WHERE route = 'batch' AND cost = 0`;
+    expect(free.length).toBe(rows.filter((u) => u.cost === 0).length);
+    expect(free.length).toBeGreaterThan(0);
+    for (const r of free) expect(r).toEqual({ status: 401, error_code: "key_revoked" });
+  } finally {
+    await sql.end();
+  }
   const acct = await (await fetch(t.s.url + "/v1/account", { headers: { authorization: `Bearer ${other.key}` } })).json();
   expect([acct.balance, acct.held]).toEqual([credits - rows.reduce((n, u) => n + u.cost, 0), 0]);
   // a line that had called the upstream when the revocation took effect is not charged either

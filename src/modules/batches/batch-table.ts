@@ -268,11 +268,11 @@ export async function writeLineResults(tx: Tx, lines: ReadonlyArray<{ batchId: s
   return new Set(rows.map((r) => `${r.batch_id}/${Number(r.line)}`));
 }
 
-/** The status of a batch now, and whether the key that created it was revoked since (lines check both between them). */
-export async function batchState(tx: Tx, id: string): Promise<{ status: BatchStatus; keyRevoked: boolean } | null> {
-  const [r] = await query<{ status: BatchStatus; revoked: boolean }>(tx, sql`
-    SELECT b.status, k.revoked_at IS NOT NULL AS revoked FROM batches b LEFT JOIN api_keys k ON k.id = b.key_id WHERE b.id = ${id}`);
-  return r ? { status: r.status, keyRevoked: r.revoked === true } : null;
+/** The status of a batch now, whether it expired, and whether the key that created it was revoked since (lines check both between them). */
+export async function batchState(tx: Tx, id: string): Promise<{ status: BatchStatus; expired: boolean; keyRevoked: boolean } | null> {
+  const [r] = await query<{ status: BatchStatus; expired: boolean; revoked: boolean }>(tx, sql`
+    SELECT b.status, b.expired_at IS NOT NULL AS expired, k.revoked_at IS NOT NULL AS revoked FROM batches b LEFT JOIN api_keys k ON k.id = b.key_id WHERE b.id = ${id}`);
+  return r ? { status: r.status, expired: r.expired === true, keyRevoked: r.revoked === true } : null;
 }
 
 /** A page of the batch's lines in input order, from line `from` on. */

@@ -36,11 +36,23 @@ export class LineHolds {
   }
 }
 
+/**
+ * The place a line takes in its instance's batch share of the upstreams' concurrency: taken once
+ * the line's hold is (the end of `approve`, right before the pipeline calls the upstream), given
+ * back when the line's pipeline is done (before its result is committed). A line waiting for its
+ * hold or for its result's group commit holds no place: those waits are pipelined with other
+ * lines' upstream calls instead of adding to them.
+ */
+export interface UpstreamGate {
+  /** resolves when the line has its place (at once if it has one), or when the line is stopped (its upstream call then fails at once, and the pipeline releases the hold) */
+  enter(): Promise<void>;
+}
+
 export class LineLedger implements ChargeLedger<{ holdId: string }> {
   /** the settlements the pipeline closed (a /v1/completions line with several prompts has one per prompt) */
   readonly settlements: Settlement[] = [];
 
-  constructor(private readonly deps: { holds: LineHolds; billing: CreditEngine; holdTtlMs: number }) {}
+  constructor(private readonly deps: { holds: LineHolds; billing: CreditEngine; holdTtlMs: number; gate?: UpstreamGate }) {}
 
   async approve(req: ApprovalRequest): Promise<{ holdId: string }> {
     for (let attempt = 0; ; attempt++) {
@@ -48,7 +60,11 @@ export class LineLedger implements ChargeLedger<{ holdId: string }> {
       try {
         // the hold's own ref is per attempt (holds.ref is unique); the charge's ref (the usage row) is the line's
         const ref = `${req.ref}#${randomId("try", 8).slice(4)}`;
-        return { holdId: await this.deps.holds.take({ accountId: req.accountId, amount: req.amount, ref, reason: req.reason, expiresAt: new Date(Date.now() + this.deps.holdTtlMs), budget }) };
+        const holdId = await this.deps.holds.take({ accountId: req.accountId, amount: req.amount, ref, reason: req.reason, expiresAt: new Date(Date.now() + this.deps.holdTtlMs), budget });
+        // the hold is committed: the line now takes its place in the upstream share (never throws:
+        // from here on the pipeline owns the hold, and settles or releases it)
+        await this.deps.gate?.enter();
+        return { holdId };
       } catch (e) {
         if (!(e instanceof StaleBudgets) || attempt >= 4) throw e;
         this.deps.billing.windows.invalidate(req.accountId);

@@ -21,7 +21,7 @@ import { createEmbeddings } from "../embeddings/service.ts";
 import { ResponsesRequest } from "../responses/model.ts";
 import type { ReasoningSeal } from "../responses/reasoning-seal.ts";
 import { createResponse } from "../responses/service.ts";
-import { LineLedger, type LineHolds } from "./line-ledger.ts";
+import { LineLedger, type LineHolds, type UpstreamGate } from "./line-ledger.ts";
 import type { BatchEndpoint } from "./model.ts";
 import type { PendingLine } from "./batch-table.ts";
 import { retryAfterOf } from "../../rate-limit/key-and-account-limits.ts";
@@ -46,8 +46,9 @@ export interface LineOutcome {
 /** The line's charge ref, the key of "at most once": one per (batch, custom_id). */
 export const lineRef = (batchId: string, customId: string) => `${batchId}:${customId}`;
 
-export async function runLine(deps: AppDeps, seal: ReasoningSeal, holds: LineHolds, batch: { id: string; endpoint: BatchEndpoint; principal: Principal; traceparent: string | null }, line: PendingLine, signal: AbortSignal): Promise<LineOutcome> {
-  const ledger = new LineLedger({ holds, billing: deps.billing, holdTtlMs: deps.config.holdTtlMs });
+/** `gate`: the line's place in its instance's upstream share, entered once its hold is taken (upstream-places.ts) */
+export async function runLine(deps: AppDeps, seal: ReasoningSeal, credit: { holds: LineHolds; gate?: UpstreamGate }, batch: { id: string; endpoint: BatchEndpoint; principal: Principal; traceparent: string | null }, line: PendingLine, signal: AbortSignal): Promise<LineOutcome> {
+  const ledger = new LineLedger({ holds: credit.holds, gate: credit.gate, billing: deps.billing, holdTtlMs: deps.config.holdTtlMs });
   const requestId = lineRef(batch.id, line.customId);
   const id = randomId("batch_req", 24);
   // tracing on (and the batch created with it): the line is a span in the creating request's trace,
