@@ -3,6 +3,8 @@
  * after the restart every line is in the output exactly once and charged exactly once; the
  * upstream calls repeated are at most the lines that were under way (4 × REELAY_BATCH_CONCURRENCY ×
  * REELAY_BATCH_SHARE %: those in their upstream call and those waiting for their result's commit); the holds of the killed process's lines are swept, so `held` returns to 0.
+ * And a graceful stop mid-batch (SIGTERM) and restart: the lines its stop interrupted get a cost-0
+ * usage row of their own (`batch_line_interrupted`) and, when they run again, their charge.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -72,6 +74,51 @@ test("kill -9 mid-batch, restart: every line once in the output, charged once; u
       account = await (await fetch(`${child.url}/v1/account`, { headers: { authorization: `Bearer ${key}` } })).json();
     } while (account.held !== 0 && performance.now() < until);
     expect([account.held, account.balance]).toEqual([0, 100_000_000 - rows.reduce((n, u) => n + u.cost, 0)]);
+  } finally {
+    await child.stop();
+  }
+}, 180_000);
+
+test("SIGTERM mid-batch, restart: the lines the stop interrupted are charged when they run again (their cost-0 row has a ref of its own)", async () => {
+  const env = {
+    DATABASE_URL: databaseUrl, REELAY_DATA_DIR: join(dir, "data-term"), REELAY_MODELS_FILE: modelsFile(dir, fake.url), REELAY_SCHEDULER_POLL_MS: "50", REELAY_SCHEDULER_LEASE_MS: "1000",
+    REELAY_BATCH_SLICE_LINES: "10", REELAY_BATCH_CONCURRENCY: String(SLOTS * 2), REELAY_BATCH_SHARE: "50", REELAY_HOLD_TTL_SECONDS: "2", REELAY_HOLD_SWEEP_MS: "200",
+  };
+  let child: ChildServer = await spawnServer(env);
+  try {
+    const acct = (await (await child.admin("/admin/accounts", { body: { name: "term", credits: 100_000_000 } })).json()) as { id: string };
+    const key = ((await (await child.admin(`/admin/accounts/${acct.id}/keys`, { body: { name: "k" } })).json()) as { key: string }).key;
+    const client = (url: string) => new OpenAI({ apiKey: key, baseURL: url + "/v1", maxRetries: 0 });
+    // slow upstream answers: the stop finds lines in their upstream call
+    fake.behave({ tokens: 2, delayHeadersMs: 400 });
+    const f = await uploadBatchFile(client(child.url), Array.from({ length: LINES }, (_, i) => chatLine(i)));
+    const b = await client(child.url).batches.create({ input_file_id: f.id, endpoint: "/v1/chat/completions", completion_window: "24h" });
+    for (;;) {
+      if ((await client(child.url).batches.retrieve(b.id)).request_counts!.completed >= 8) break;
+      await Bun.sleep(20);
+    }
+    await child.stop();
+    fake.behave({ tokens: 2, delayHeadersMs: 20 });
+    child = await spawnServer(env);
+    const openai = client(child.url);
+    const done = await waitForBatch(openai, b.id, undefined, 120_000);
+    expect(done).toMatchObject({ status: "completed", request_counts: { total: LINES, completed: LINES, failed: 0 } });
+    const rows = ((await (await fetch(`${child.url}/v1/usage?limit=500`, { headers: { authorization: `Bearer ${key}` } })).json()) as { data: any[] }).data.filter((u) => u.route === "batch");
+    // (the usage API shows a row's status, not its error code: 499, nothing charged)
+    const interrupted = rows.filter((u) => u.status === 499);
+    const charged = rows.filter((u) => u.cost > 0);
+    // the stop did interrupt lines (else this test proves nothing), each left a cost-0 row
+    expect(interrupted.length).toBeGreaterThan(0);
+    expect(interrupted.every((u) => u.cost === 0 && u.disconnected)).toBe(true);
+    // every line charged once, the interrupted ones included
+    expect({ charged: charged.length, refs: new Set(charged.map((u) => u.ref)).size, rows: rows.length }).toEqual({ charged: LINES, refs: LINES, rows: LINES + interrupted.length });
+    const until = performance.now() + 30_000;
+    let account: any;
+    do {
+      await Bun.sleep(200);
+      account = await (await fetch(`${child.url}/v1/account`, { headers: { authorization: `Bearer ${key}` } })).json();
+    } while (account.held !== 0 && performance.now() < until);
+    expect([account.held, account.balance]).toEqual([0, 100_000_000 - charged.reduce((n, u) => n + u.cost, 0)]);
   } finally {
     await child.stop();
   }

@@ -232,5 +232,9 @@ function causeOf(state: { status: string; expired: boolean; keyRevoked: boolean 
 /** A settlement whose line was not written: nothing charged, the hold given back; its usage row names the cause. */
 function unwritten(s: Settlement, cause: UnwrittenCause): Settlement {
   const status = cause === "key_revoked" ? 401 : 499;
-  return { ...s, mode: "release", actual: 0, reason: `${s.reason}: not written (${cause})`, usage: { ...s.usage, status, errorCode: cause, promptTokens: null, completionTokens: null } };
+  // An interrupted line runs again, and its charge then is written under the line's ref: this
+  // cost-0 row takes a ref of its own (a settlement whose ref has a usage row is skipped as done,
+  // so with the line's ref here the rerun was served free).
+  const ref = cause === "batch_line_interrupted" ? `${s.usage.ref}~interrupted-${randomId("try", 8).slice(4)}` : s.usage.ref;
+  return { ...s, mode: "release", actual: 0, reason: `${s.reason}: not written (${cause})`, usage: { ...s.usage, ref, status, errorCode: cause, promptTokens: null, completionTokens: null } };
 }
