@@ -211,7 +211,19 @@ test("the tour and the docs' examples run as written against `npm start`, then t
   await server!.exited;
   serverPid = 0;
   const cli = await run(["bash", "-euo", "pipefail", "-s"], { cwd: ROOT, env, stdin: script(byKind("server stopped")) });
-  expect({ code: cli.code, err: cli.err }).toEqual({ code: 0, err: "" });
+  // stderr: nothing but the audit log's line for each change the CLI made (docs/operating.md)
+  const errLines = cli.err.split("\n").filter(Boolean);
+  const audit = errLines.flatMap((l) => {
+    try {
+      const j = JSON.parse(l);
+      return j.msg === "audit" ? [j.audit as { action: string; actor: { type: string } }] : [];
+    } catch {
+      return [];
+    }
+  });
+  expect({ code: cli.code, other: errLines.length - audit.length }).toEqual({ code: 0, other: 0 });
+  expect(audit.map((a) => a.action)).toEqual(expect.arrayContaining(["account.create", "key.create", "credits.grant", "credits.adjust"]));
+  expect(audit.every((a) => a.actor.type === "cli")).toBe(true);
   expect(cli.out).toContain('"balance": 14750000'); // 5 USD + 10 USD granted − 0.25 USD adjusted
   expect(cli.out).toContain("keys create --account ACCOUNT_ID"); // help
 }, 240_000);
