@@ -6,6 +6,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:tes
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import postgres from "postgres";
 import { createTestDatabase, dropDatabase, startTestServer, type TestServer } from "../../test/support/harness.ts";
 import { startFakeGpuWorker } from "../../test/fakes/gpu-worker.ts";
 import { CONTRACT_PNG } from "@reelay/plugin-sdk/contract";
@@ -177,6 +178,26 @@ describe("remote GPU video, end to end", () => {
     expect(worker.calls.filter((x) => x.kind === "cancel").map((x) => x.id)).toEqual([workerJob.id]);
     expect((await a.get(id)).status).toBe("failed");
     expect(await a.account()).toMatchObject({ balance: 1_000_000, held: 0 });
+  }, 60_000);
+
+  test("a job whose lease lapsed while its /run was in flight (a renewal that came late) is not submitted twice by the instance running it", async () => {
+    worker.behave({ runAnswerMs: 1_500, queueMs: 100, runMs: 300 });
+    const c = await s.newClient({ credits: 1_000_000 });
+    const a = api(s.url, c.key);
+    const { id } = await a.submit({ model: "wan-i2v" });
+    const end = Date.now() + 20_000;
+    while (worker.count("run") === 0 && Date.now() < end) await Bun.sleep(20);
+    expect(worker.count("run")).toBe(1);
+    // the lease runs out while /run is still being answered, as when the renewal is late
+    const db = postgres(databaseUrl, { max: 1, onnotice: () => {} });
+    try {
+      await db`UPDATE video_jobs SET lease_expires_at = now() - interval '1 second' WHERE id = ${id}`;
+    } finally {
+      await db.end();
+    }
+    const done = await a.waitFinal(id);
+    expect(done.status).toBe("completed");
+    expect({ runs: worker.count("run"), workerJobs: worker.jobs.size }).toEqual({ runs: 1, workerJobs: 1 });
   }, 60_000);
 
   test("reelay restarted mid-job resumes polling the same worker job (exactly one /run)", async () => {

@@ -42,6 +42,8 @@ export interface WorkerBehaviour {
   apiKey?: string;
   /** cap on rendered seconds (keeps tests fast; the clip is still a real MP4 at the requested size) */
   maxRenderSeconds?: number;
+  /** how long /run takes to answer (the job exists from the start) */
+  runAnswerMs?: number;
 }
 
 export interface WorkerCall {
@@ -68,7 +70,7 @@ export interface FakeJob {
 
 type Kind = "run" | "status" | "cancel" | "any";
 
-const DEFAULTS = { queueMs: 50, runMs: 200, outcome: "completed", errorMessage: "CUDA out of memory", lose: false, output: "base64", outputKey: "video", maxRenderSeconds: 1 } as const;
+const DEFAULTS = { queueMs: 50, runMs: 200, outcome: "completed", errorMessage: "CUDA out of memory", lose: false, output: "base64", outputKey: "video", maxRenderSeconds: 1, runAnswerMs: 0 } as const;
 
 /**
  * `clock`: where the worker reads the time a job's phases are measured against (default Date.now);
@@ -162,6 +164,7 @@ export async function startFakeGpuWorker(initial: WorkerBehaviour = {}, opts: { 
         call.input = body.input;
         const job: FakeJob = { id: `job-${++seq}-${crypto.randomUUID().slice(0, 8)}`, input: body.input, submittedAt: now(), behaviour: { ...DEFAULTS, ...behaviour }, cancelled: false, statusCalls: 0 };
         jobs.set(job.id, job);
+        if (behaviour.runAnswerMs) await Bun.sleep(behaviour.runAnswerMs);
         return json({ id: job.id, status: "IN_QUEUE" });
       }
       const job = id ? jobs.get(id) : undefined;

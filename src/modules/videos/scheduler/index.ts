@@ -74,7 +74,10 @@ export function createVideoScheduler(deps: AppDeps): BackgroundTask {
       const free = (video.maxConcurrency ?? DEFAULT_MODEL_CONCURRENCY) - (perModel.get(model) ?? 0);
       if (free <= 0) continue;
       const jobs = await claimDueJobs(db, { owner, leaseMs: config.schedulerLeaseMs, model, limit: free });
-      for (const job of jobs) start(job, registered);
+      // a job still running here whose lease lapsed (its renewal came late: a stalled event loop)
+      // is claimed back by this same instance: the claim renewed the lease, the runner goes on;
+      // a second runner would submit it to the provider again before the first saved its handle
+      for (const job of jobs) if (!running.has(job.id)) start(job, registered);
     }
   }
 
