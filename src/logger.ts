@@ -103,3 +103,20 @@ export function stdoutLines(fd: number) {
     flushSync,
   };
 }
+
+/**
+ * stderr for a CLI command's log lines, each written before the call returns: the command ends with
+ * process.exit, which does not wait for a stream's pending writes. A write that fails (nobody
+ * reading) is dropped: a log line must not fail the command.
+ */
+export const syncStderr = {
+  write(line: string): boolean {
+    try {
+      let buf = Buffer.from(line);
+      while (buf.length) buf = buf.subarray(writeSync(2, buf));
+    } catch {
+      // EPIPE / EAGAIN: the line is lost, the command goes on
+    }
+    return true;
+  },
+} as unknown as NodeJS.WritableStream;

@@ -10,7 +10,7 @@
 import { ConfigError, loadConfig } from "./config.ts";
 import { ApiError } from "./errors.ts";
 import { listen } from "./listen.ts";
-import { createLogger } from "./logger.ts";
+import { createLogger, syncStderr } from "./logger.ts";
 
 const help = async () => {
   const { COMMANDS } = await import("./cli/commands.ts");
@@ -74,7 +74,9 @@ async function main(argv: string[]): Promise<number> {
     process.on("SIGINT", () => onSignal("SIGINT"));
     return -1; // keep running
   }
-  const logger = createLogger({ ...config, logLevel: "warn", logPretty: false }, process.stderr);
+  // stderr written synchronously: a command ends with process.exit, and its audit log lines
+  // (src/audit/audit-log.ts) written through the stream before it were sometimes lost
+  const logger = createLogger({ ...config, logLevel: "warn", logPretty: false }, syncStderr);
   if (command === "migrate" && argv.includes("--check")) {
     const { checkMigrations } = await import("./boot.ts");
     const pending = await checkMigrations(config);

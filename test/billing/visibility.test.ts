@@ -126,7 +126,8 @@ describe("operator view (CLI)", () => {
     await billing.hold(srv.deps.database.db, { accountId: c.accountId, amount: 300_000, ref: "vid_cli", reason: "video", expiresAt: null });
 
     let r = await cli("credits", "grant", "--account", c.accountId, "--amount", "250000", "--reason", "cli top-up");
-    expect({ code: r.code, err: r.err }).toEqual({ code: 0, err: "" });
+    // stderr: the grant's audit log line, nothing else (stdout is the answer)
+    expect({ code: r.code, err: r.err.split("\n").filter(Boolean).map((l) => JSON.parse(l).audit?.action ?? l) }).toEqual({ code: 0, err: ["credits.grant"] });
     expect(JSON.parse(r.out)).toEqual({ balance: 1_250_000, held: 300_000, available: 950_000 });
 
     r = await cli("credits", "adjust", "--account", c.accountId, "--amount=-50000", "--reason", "correction");
