@@ -110,6 +110,24 @@ function fileDurations(output: string): Record<string, number> {
   return out;
 }
 
+/** Each failed test's lines as bun printed them (its error and the test's own output before its `(fail)` line), under its file. */
+function failureBlocks(output: string, maxLines = 80): Array<[string, string]> {
+  const out: Array<[string, string]> = [];
+  let file = "";
+  let since: string[] = [];
+  for (const line of output.split("\n")) {
+    const header = /^(\S+\.(?:test|spec)\.tsx?):$/.exec(line);
+    if (header) (file = header[1]!), (since = []);
+    else if (line.startsWith("(pass)") || line.startsWith("(skip)") || line.startsWith("(todo)")) since = [];
+    else if (line.startsWith("(fail)")) {
+      if (since.length) out.push([file, [...(since.length > maxLines ? ["…", ...since.slice(-maxLines)] : since), line].join("\n")]);
+      since = [];
+    } else if (/^\d+ tests? failed:$/.test(line.trim())) (file = ""), (since = []); // bun's own summary repeats the (fail) lines
+    else since.push(line);
+  }
+  return out;
+}
+
 const files = testFiles();
 if (files.length === 0) {
   console.error(`no test files match ${only.join(" ")}`);
@@ -135,12 +153,14 @@ if (record && !only.length) {
 }
 
 const sum = (k: "pass" | "fail" | "expects" | "tests") => results.reduce((n, r) => n + r[k], 0);
-const failed = results.flatMap((r) => r.output.split("\n").filter((l) => l.startsWith("(fail)")));
+const failed = [...new Set(results.flatMap((r) => r.output.split("\n").filter((l) => l.startsWith("(fail)"))))];
 // a shard that died without bun's totals (a crash, a preload refusing to start) is a failure too
 const broken = results.filter((r) => r.code !== 0 && r.fail === 0);
 console.log("\n==== all shards ====");
 for (const r of [...results].sort((a, b) => a.index - b.index)) console.log(`shard ${r.index + 1}: ${r.pass} pass, ${r.fail} fail, exit ${r.code}, ${r.seconds.toFixed(0)} s`);
-if (failed.length) console.log(`\n${failed.length} failed:\n${[...new Set(failed)].join("\n")}`);
+if (failed.length) console.log(`\n${failed.length} failed:\n${failed.join("\n")}`);
+// what each failure printed, again at the end: CI keeps only the tail of a run's output
+for (const [file, block] of failureBlocks(results.map((r) => r.output).join("\n"))) console.log(`\n---- ${file}\n${block}`);
 for (const r of broken) console.log(`\nshard ${r.index + 1} exited ${r.code} without a failing test: see its output above`);
 console.log(`\n ${sum("pass")} pass\n ${sum("fail") + broken.length} fail\n ${sum("expects")} expect() calls\nRan ${sum("tests")} tests across ${files.length} files.`);
 process.exit(failed.length || broken.length || results.some((r) => r.code !== 0) ? 1 : 0);

@@ -105,18 +105,21 @@ export function stdoutLines(fd: number) {
 }
 
 /**
- * stderr for a CLI command's log lines, each written before the call returns: the command ends with
- * process.exit, which does not wait for a stream's pending writes. A write that fails (nobody
- * reading) is dropped: a log line must not fail the command.
+ * A CLI command's log lines on `fd` (stderr, or stdout for `reelay migrate`), each written before
+ * the call returns: the command ends with process.exit, which does not wait for a stream's pending
+ * writes (CI lost the audit line of a grant, and all of `reelay migrate`'s "migrations applied"
+ * lines). A write that fails (nobody reading) is dropped: a log line must not fail the command.
  */
-export const syncStderr = {
-  write(line: string): boolean {
-    try {
-      let buf = Buffer.from(line);
-      while (buf.length) buf = buf.subarray(writeSync(2, buf));
-    } catch {
-      // EPIPE / EAGAIN: the line is lost, the command goes on
-    }
-    return true;
-  },
-} as unknown as NodeJS.WritableStream;
+export function syncLines(fd: 1 | 2): NodeJS.WritableStream {
+  return {
+    write(line: string): boolean {
+      try {
+        let buf = Buffer.from(line);
+        while (buf.length) buf = buf.subarray(writeSync(fd, buf));
+      } catch {
+        // EPIPE / EAGAIN: the line is lost, the command goes on
+      }
+      return true;
+    },
+  } as unknown as NodeJS.WritableStream;
+}

@@ -10,7 +10,7 @@
 import { ConfigError, loadConfig } from "./config.ts";
 import { ApiError } from "./errors.ts";
 import { listen } from "./listen.ts";
-import { createLogger, syncStderr } from "./logger.ts";
+import { createLogger, syncLines } from "./logger.ts";
 
 const help = async () => {
   const { COMMANDS } = await import("./cli/commands.ts");
@@ -76,7 +76,7 @@ async function main(argv: string[]): Promise<number> {
   }
   // stderr written synchronously: a command ends with process.exit, and its audit log lines
   // (src/audit/audit-log.ts) written through the stream before it were sometimes lost
-  const logger = createLogger({ ...config, logLevel: "warn", logPretty: false }, syncStderr);
+  const logger = createLogger({ ...config, logLevel: "warn", logPretty: false }, syncLines(2));
   if (command === "migrate" && argv.includes("--check")) {
     const { checkMigrations } = await import("./boot.ts");
     const pending = await checkMigrations(config);
@@ -90,7 +90,8 @@ async function main(argv: string[]): Promise<number> {
   }
   if (command === "migrate") {
     const { openAndMigrate } = await import("./boot.ts");
-    const database = await openAndMigrate({ ...config }, createLogger(config));
+    // its log lines on stdout as they are written (pino-pretty's terminal output is synchronous too)
+    const database = await openAndMigrate({ ...config }, createLogger(config, config.logPretty ? undefined : syncLines(1)));
     await database.close();
     console.log(JSON.stringify({ migrated: true, database: config.databaseUrl ? "postgres" : "pglite" }));
     return 0;
