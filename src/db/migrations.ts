@@ -38,6 +38,8 @@ import m0015 from "../../drizzle/0015_files_and_batches.sql" with { type: "text"
 import m0016 from "../../drizzle/0016_video_bytes_trigger_depth.sql" with { type: "text" };
 // @ts-ignore: text import
 import m0017 from "../../drizzle/0017_batch_trace_context.sql" with { type: "text" };
+// @ts-ignore: text import
+import m0018 from "../../drizzle/0018_usage_minute_rollups.sql" with { type: "text" };
 
 export const MIGRATIONS: Array<{ name: string; sql: string }> = [
   { name: "0000_init", sql: m0000 as unknown as string },
@@ -58,6 +60,7 @@ export const MIGRATIONS: Array<{ name: string; sql: string }> = [
   { name: "0015_files_and_batches", sql: m0015 as unknown as string },
   { name: "0016_video_bytes_trigger_depth", sql: m0016 as unknown as string },
   { name: "0017_batch_trace_context", sql: m0017 as unknown as string },
+  { name: "0018_usage_minute_rollups", sql: m0018 as unknown as string },
 ];
 
 export function splitStatements(sqlText: string): string[] {

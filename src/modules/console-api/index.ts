@@ -48,7 +48,7 @@ export const consoleApiRoutes = (deps: AppDeps) => {
     .get(
       "/models",
       async () => {
-        const health = await modelHealth(db, HEALTH_WINDOW_MS);
+        const health = await modelHealth(db, HEALTH_WINDOW_MS, { onRefreshError: (err) => deps.logger.warn({ err }, "usage rollup refresh failed; the models' health reads raw rows") });
         // the load state /readyz reports, from the same loaders: the two never disagree
         const loads = new Map(deps.registry.statuses().map((s) => [s.id, s]));
         return {

@@ -1,6 +1,7 @@
 /** Point-in-time operator figures: the video queue, open holds, accounts and keys. */
 import { sql } from "drizzle-orm";
-import { query, type Tx } from "../../db/index.ts";
+import { query, type Db, type Tx } from "../../db/index.ts";
+import { floorTo, MINUTES, readRollupState, refreshRollups } from "./rollups.ts";
 import { ACTIVE_VIDEO_JOB_STATUSES, statusIn } from "../../db/schema/index.ts";
 import { CLIENT_ERROR, UPSTREAM_FAILED } from "../../usage/outcome.ts";
 
@@ -27,20 +28,52 @@ export async function currentStats(tx: Tx) {
   };
 }
 
-/** Per model over the last `windowMs`: requests, failures of the model or its upstream, the last one, and the clients' own errors apart (src/usage/outcome.ts). */
-export async function modelHealth(tx: Tx, windowMs: number) {
-  const since = new Date(Date.now() - windowMs).toISOString();
-  const rows = await query<Record<string, any>>(tx, sql`
-    SELECT model, count(*) AS requests, count(*) FILTER (WHERE ${UPSTREAM_FAILED}) AS errors,
-           count(*) FILTER (WHERE ${CLIENT_ERROR}) AS client_errors,
-           max(created_at) FILTER (WHERE ${UPSTREAM_FAILED}) AS last_error_at,
-           (array_agg(coalesce(error_code, 'http_' || status) ORDER BY created_at DESC) FILTER (WHERE ${UPSTREAM_FAILED}))[1] AS last_error_code
-    FROM usage_records WHERE created_at >= ${since} GROUP BY model`);
-  return new Map(rows.map((r) => [String(r.model), {
-    requests: Number(r.requests),
-    errors: Number(r.errors),
-    client_errors: Number(r.client_errors),
-    last_error_at: r.last_error_at ? new Date(r.last_error_at).toISOString() : null,
-    last_error_code: r.last_error_code ?? null,
-  }]));
+interface Health {
+  requests: number;
+  errors: number;
+  client_errors: number;
+  last_error_at: string | null;
+  last_error_code: string | null;
+}
+
+/**
+ * Per model over the last `windowMs`: requests, failures of the model or its upstream, the last one,
+ * and the clients' own errors apart (src/usage/outcome.ts). The window's whole minutes come from
+ * usage_rollups_minute, its first part-minute and the last two or three minutes from the raw rows.
+ */
+export async function modelHealth(db: Db, windowMs: number, opts: { onRefreshError?: (e: unknown) => void } = {}): Promise<Map<string, Health>> {
+  const now = Date.now();
+  await refreshRollups(db, new Date(now), MINUTES).catch((e) => opts.onRefreshError?.(e));
+  const since = now - windowMs;
+  const first = floorTo(since + MINUTES.stepMs - 1, MINUTES.stepMs); // the first whole minute
+  const rows = await db.transaction(async (tx) => {
+    const state = await readRollupState(tx, { level: MINUTES });
+    const until = Math.max(first, Math.min(now, state?.rolledUntil.getTime() ?? first));
+    const [lo, hi] = [new Date(first).toISOString(), new Date(until).toISOString()];
+    const rolled = until > since
+      ? await query<Record<string, any>>(tx, sql`
+          SELECT model, sum(requests) AS requests, sum(errors) AS errors, sum(client_errors) AS client_errors, max(last_error_at) AS last_error_at,
+                 (array_agg(last_error_code ORDER BY last_error_at DESC) FILTER (WHERE last_error_at IS NOT NULL))[1] AS last_error_code
+          FROM usage_rollups_minute WHERE bucket_start >= ${lo} AND bucket_start < ${hi} GROUP BY model`)
+      : [];
+    const late = state && until > since ? sql`OR (id > ${state.rolledMaxId} AND created_at >= ${lo} AND created_at < ${hi})` : sql``;
+    const raw = await query<Record<string, any>>(tx, sql`
+      SELECT model, count(*) AS requests, count(*) FILTER (WHERE ${UPSTREAM_FAILED}) AS errors,
+             count(*) FILTER (WHERE ${CLIENT_ERROR}) AS client_errors,
+             max(created_at) FILTER (WHERE ${UPSTREAM_FAILED}) AS last_error_at,
+             (array_agg(coalesce(error_code, 'http_' || status) ORDER BY created_at DESC) FILTER (WHERE ${UPSTREAM_FAILED}))[1] AS last_error_code
+      FROM usage_records WHERE (created_at >= ${new Date(since).toISOString()} AND created_at < ${lo}) OR created_at >= ${hi} ${late} GROUP BY model`);
+    return [...rolled, ...raw];
+  }, { isolationLevel: "repeatable read", accessMode: "read only" });
+  const out = new Map<string, Health>();
+  for (const r of rows) {
+    const h = out.get(String(r.model)) ?? { requests: 0, errors: 0, client_errors: 0, last_error_at: null, last_error_code: null };
+    h.requests += Number(r.requests);
+    h.errors += Number(r.errors);
+    h.client_errors += Number(r.client_errors);
+    const at = r.last_error_at ? new Date(r.last_error_at).toISOString() : null;
+    if (at && (!h.last_error_at || at > h.last_error_at)) (h.last_error_at = at), (h.last_error_code = r.last_error_code ?? null);
+    out.set(String(r.model), h);
+  }
+  return out;
 }

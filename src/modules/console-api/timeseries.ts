@@ -1,14 +1,14 @@
 /**
  * Usage over time in fixed buckets, columnar (one array per measure, ready for a chart): totals and
- * per model. Reads usage_rollups for the rolled-up past and usage_records for the rest, in one
- * REPEATABLE READ snapshot; one account's series (or 1-minute buckets) come from usage_records
- * alone, through usage_account_created_idx / usage_created_idx.
+ * per model. Reads the roll-ups (5-minute ones, or 1-minute ones for 1-minute buckets) for the
+ * rolled-up past and usage_records for the rest, in one REPEATABLE READ snapshot; one account's
+ * series come from usage_records alone, through usage_account_created_idx.
  */
 import { sql } from "drizzle-orm";
 import { query, type Db, type Tx } from "../../db/index.ts";
 import { badRequest } from "../../errors.ts";
 import { LATENCY_BINS, latencyBinSql, percentile } from "./latency-histogram.ts";
-import { readRollupState, refreshRollups, ROLLUP_MS } from "./rollups.ts";
+import { coveredFrom, FIVE_MINUTES, MINUTES, readRollupState, refreshRollups, type RollupLevel } from "./rollups.ts";
 import { UPSTREAM_FAILED } from "../../usage/outcome.ts";
 
 export const BUCKETS = { "1m": 60_000, "5m": 300_000, "15m": 900_000, "1h": 3_600_000, "6h": 21_600_000, "1d": 86_400_000 } as const;
@@ -98,13 +98,13 @@ function rawPart(range: { from: number; step: number }, lo: number, hi: number, 
     GROUP BY 1, 2, 3`;
 }
 
-function rollupPart(range: { from: number; step: number }, lo: number, hi: number, q: SeriesQuery) {
+function rollupPart(range: { from: number; step: number }, lo: number, hi: number, q: SeriesQuery, level: RollupLevel) {
   const hist = sql.raw(`ARRAY[${Array.from({ length: LATENCY_BINS }, (_, i) => `sum(latency_hist[${i + 1}])`).join(", ")}]`);
   return sql`
     SELECT floor((extract(epoch FROM bucket_start) * 1000 - ${range.from}) / ${range.step})::int AS b, model,
            sum(requests) AS n, sum(prompt_tokens) AS pt, sum(completion_tokens) AS ct, sum(seconds) AS s, sum(credits) AS c, sum(errors) AS e,
            ${hist} AS hist
-    FROM usage_rollups
+    FROM ${sql.raw(level.table)}
     WHERE bucket_start >= ${new Date(lo).toISOString()} AND bucket_start < ${new Date(hi).toISOString()}
       ${q.model ? sql`AND model = ${q.model}` : sql``}
     GROUP BY 1, 2`;
@@ -112,26 +112,33 @@ function rollupPart(range: { from: number; step: number }, lo: number, hi: numbe
 
 const parseHist = (h: Row["hist"]): number[] => (typeof h === "string" ? h.replace(/[{}]/g, "").split(",").map(Number) : (h ?? []).map(Number));
 
-async function collect(tx: Tx, q: SeriesQuery, range: ReturnType<typeof alignRange>, useRollups: boolean): Promise<Row[]> {
-  if (!useRollups) return query<Row>(tx, rawPart(range, range.from, range.to, q));
-  const state = await readRollupState(tx);
-  const until = Math.min(range.to, Math.max(range.from, state?.rolledUntil.getTime() ?? range.from));
+/** The roll-up table whose buckets tile `step`: 5-minute buckets where they do, else 1-minute ones. */
+export const levelFor = (stepMs: number): RollupLevel => (stepMs % FIVE_MINUTES.stepMs === 0 ? FIVE_MINUTES : MINUTES);
+
+async function collect(tx: Tx, q: SeriesQuery, range: ReturnType<typeof alignRange>, level: RollupLevel | null, now: number): Promise<Row[]> {
+  if (!level) return query<Row>(tx, rawPart(range, range.from, range.to, q));
+  const state = await readRollupState(tx, { level });
+  // [lo, until) from the roll-ups; the rest from raw rows: before what the table keeps, after its watermark
+  const lo = Math.min(range.to, Math.max(range.from, coveredFrom(level, now)));
+  const until = Math.min(range.to, Math.max(lo, state?.rolledUntil.getTime() ?? lo));
   const rows: Row[] = [];
-  if (until > range.from) rows.push(...(await query<Row>(tx, rollupPart(range, range.from, until, q))));
-  // the rest, and late rows (see rollups.ts) that belong to the rolled-up part but are not in it yet
-  const late = state && until > range.from
-    ? sql`OR (id > ${state.rolledMaxId} AND created_at >= ${new Date(range.from).toISOString()} AND created_at < ${new Date(until).toISOString()})`
+  if (until > lo) rows.push(...(await query<Row>(tx, rollupPart(range, lo, until, q, level))));
+  // late rows (see rollups.ts) that belong to the rolled-up part but are not in it yet, and what is older than the table
+  const late = state && until > lo
+    ? sql`OR (id > ${state.rolledMaxId} AND created_at >= ${new Date(lo).toISOString()} AND created_at < ${new Date(until).toISOString()})`
     : sql``;
-  if (until < range.to || state) rows.push(...(await query<Row>(tx, rawPart(range, until, range.to, q, late))));
+  const older = lo > range.from ? sql`OR (created_at >= ${new Date(range.from).toISOString()} AND created_at < ${new Date(lo).toISOString()})` : sql``;
+  if (until < range.to || state || lo > range.from) rows.push(...(await query<Row>(tx, rawPart(range, until, range.to, q, sql`${late} ${older}`))));
   return rows;
 }
 
 export async function usageTimeseries(db: Db, q: SeriesQuery, opts: { onRefreshError?: (e: unknown) => void; rollups?: boolean } = {}) {
   const range = alignRange(q);
-  // `rollups: false` reads raw rows only (bench/console.ts compares the two)
-  const useRollups = opts.rollups !== false && !q.accountId && range.step % ROLLUP_MS === 0;
-  if (useRollups) await refreshRollups(db).catch((e) => opts.onRefreshError?.(e));
-  const rows = await db.transaction((tx) => collect(tx, q, range, useRollups), { isolationLevel: "repeatable read", accessMode: "read only" });
+  // `rollups: false` reads raw rows only (bench/console.ts compares the two); one account's rows through its index
+  const level = opts.rollups !== false && !q.accountId ? levelFor(range.step) : null;
+  const now = Date.now();
+  if (level) await refreshRollups(db, new Date(now), level).catch((e) => opts.onRefreshError?.(e));
+  const rows = await db.transaction((tx) => collect(tx, q, range, level, now), { isolationLevel: "repeatable read", accessMode: "read only" });
 
   const total = newAcc(range.points);
   const byModel = new Map<string, Acc>();
