@@ -63,6 +63,7 @@ export const ROUTE_ROLES: Record<string, Need> = {
   "GET /admin/videos": "read",
   "GET /admin/videos/:id": "read",
   "POST /admin/videos/:id/cancel": "support",
+  "GET /admin/batches": "read",
   // operating figures
   "GET /admin/upstreams": "read",
   "GET /admin/usage/timeseries": "read",

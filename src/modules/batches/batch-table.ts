@@ -70,15 +70,29 @@ export async function findBatch(tx: Tx, id: string, accountId: string | null): P
   return row ? readRow(row) : null;
 }
 
-/** Newest first, after the batch `after`. */
-export async function listBatches(tx: Tx, f: { accountId: string | null; after?: string; limit: number }): Promise<BatchRow[]> {
+/** Newest first, after the batch `after` (accountId null: every account's, for operators). */
+export async function listBatches(tx: Tx, f: { accountId: string | null; status?: BatchStatus; after?: string; limit: number }): Promise<BatchRow[]> {
   const rows = await query(tx, sql`
     SELECT ${COLUMNS} FROM batches
     WHERE TRUE ${f.accountId ? sql`AND account_id = ${f.accountId}` : sql``}
+      ${f.status ? sql`AND status = ${f.status}` : sql``}
       ${f.after ? sql`AND (created_at, id) < (SELECT created_at, id FROM batches WHERE id = ${f.after})` : sql``}
     ORDER BY created_at DESC, id DESC
     LIMIT ${f.limit}`);
   return rows.map(readRow);
+}
+
+/**
+ * The model each batch's first line names, for the batches whose lines are still kept (validated
+ * and not yet final: a final batch's lines are deleted once its files are written). One primary-key
+ * read per batch, not a scan: OpenAI's batches use one model, and reelay does not enforce it, so a
+ * batch whose lines name several shows its first line's.
+ */
+export async function firstLineModels(tx: Tx, batchIds: string[]): Promise<Map<string, string>> {
+  if (batchIds.length === 0) return new Map();
+  const rows = await query<{ batch_id: string; model: string | null }>(tx, sql`
+    SELECT batch_id, body->>'model' AS model FROM batch_lines WHERE line = 0 AND batch_id IN (${sql.join(batchIds.map((id) => sql`${id}`), sql`, `)})`);
+  return new Map(rows.filter((r) => r.model !== null).map((r) => [r.batch_id, r.model!]));
 }
 
 /** Lines that ran so far, for a batch still running (a final one has its counts in its row). */

@@ -1,6 +1,6 @@
 /**
  * Read routes the web console needs beyond the rest of the API: usage time series for
- * operators and clients, video jobs across accounts, models with prices, state and upstream health,
+ * operators and clients, video jobs and batches across accounts, models with prices, state and upstream health,
  * point-in-time stats, keys across accounts. Admin routes take the admin token like every /admin route.
  */
 import { Elysia, t } from "elysia";
@@ -13,8 +13,10 @@ import { parseRange } from "../../ops/usage-views.ts";
 import { cancelVideo } from "../videos/cancel.ts";
 import { getVideo } from "../videos/poll.ts";
 import { VideoJob } from "../videos/model.ts";
+import type { BatchStatus } from "../batches/model.ts";
+import { listBatchesForOperators } from "./batches.ts";
 import { jobAccount, listJobs, listKeysWithAccounts } from "./jobs.ts";
-import { AdminJobList, AdminKey, AdminModel, JobStatusFilter, Stats, Timeseries, TimeseriesQuery } from "./model.ts";
+import { AdminBatchList, AdminJobList, AdminKey, AdminModel, BatchStatusFilter, JobStatusFilter, Stats, Timeseries, TimeseriesQuery } from "./model.ts";
 import { currentStats, modelHealth } from "./stats.ts";
 import { usageTimeseries, type BucketName } from "./timeseries.ts";
 
@@ -104,6 +106,16 @@ export const consoleApiRoutes = (deps: AppDeps) => {
       params: t.Object({ id: t.String({ maxLength: 64 }) }),
       detail: { summary: "Get any account's video job", description: "One video job of any account, as its owner sees it (completed: data[0].b64_json MP4); 410 after retention", security },
       response: { 200: t.Composite([VideoJob, t.Object({ account_id: t.String() })]), 410: ErrorEnvelope, ...adminErrors },
+    })
+    .get("/batches", ({ query }) => listBatchesForOperators(deps, { accountId: query.account || undefined, status: (query.status || undefined) as BatchStatus | undefined, limit: query.limit ?? 50, after: query.after || undefined }), {
+      query: t.Object({
+        account: t.Optional(t.String({ description: "only this account's batches" })),
+        status: t.Optional(BatchStatusFilter),
+        limit: t.Optional(t.Integer({ minimum: 1, maximum: 200, description: "default 50" })),
+        after: t.Optional(t.String({ description: "cursor: the previous page's last_id" })),
+      }),
+      detail: { summary: "List batches (all accounts)", description: "Batches across accounts, newest first, filtered by account and status: each the batch object its owner sees (`request_counts` of a running batch count the lines done so far) with `account_id` and `model`", security },
+      response: { 200: AdminBatchList, ...adminErrors },
     })
     .post("/videos/:id/cancel", async ({ params, audit }) => {
       const accountId = await jobAccount(db, params.id);

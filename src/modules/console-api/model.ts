@@ -1,6 +1,7 @@
 /** Schemas of the read routes the console uses (documented in the OpenAPI like every route). */
 import { t } from "elysia";
 import { VIDEO_JOB_STATUSES } from "../../db/schema/index.ts";
+import { BATCH_STATUSES, BatchObject } from "../batches/model.ts";
 import { BUCKET_NAMES as bucketNames } from "./timeseries.ts";
 
 export const TimeseriesQuery = {
@@ -124,3 +125,29 @@ export const AdminKey = t.Object({
   last_used_at: t.Nullable(t.String({ description: "updated at most once a minute per key" })),
   revoked_at: t.Nullable(t.String()),
 });
+
+export const BatchStatusFilter = t.String({ pattern: `^(${BATCH_STATUSES.join("|")})$`, error: `'status' must be one of ${BATCH_STATUSES.join(", ")}.` });
+
+/** the batch object its owner sees (GET /v1/batches/{id}), plus whose it is and its model */
+export const AdminBatch = t.Composite([
+  BatchObject,
+  t.Object({
+    account_id: t.String(),
+    model: t.Nullable(t.String({ description: "the model the batch's first line names, while its lines are kept (validated, not yet final); null otherwise" })),
+  }),
+]);
+
+export const AdminBatchList = t.Object(
+  { object: t.Literal("list"), data: t.Array(AdminBatch), first_id: t.Nullable(t.String()), last_id: t.Nullable(t.String()), has_more: t.Boolean() },
+  {
+    examples: [{
+      object: "list", first_id: "batch_6f2kQm9Zx1Lp0Rt7Yb3Nc8Vd", last_id: "batch_6f2kQm9Zx1Lp0Rt7Yb3Nc8Vd", has_more: false,
+      data: [{
+        id: "batch_6f2kQm9Zx1Lp0Rt7Yb3Nc8Vd", object: "batch", endpoint: "/v1/chat/completions", errors: null, input_file_id: "file-abc123", completion_window: "24h",
+        status: "in_progress", output_file_id: null, error_file_id: null, created_at: 1795254400, in_progress_at: 1795254401, expires_at: 1795340800,
+        finalizing_at: null, completed_at: null, failed_at: null, expired_at: null, cancelling_at: null, cancelled_at: null,
+        request_counts: { total: 120, completed: 80, failed: 2 }, metadata: { job: "nightly" }, account_id: "acct_x8Kd", model: "chat-a",
+      }],
+    }],
+  },
+);
