@@ -15,12 +15,13 @@ import { Models } from "./pages/models.tsx";
 import { Overview } from "./pages/overview.tsx";
 import { SignIn } from "./pages/sign-in.tsx";
 import { Videos } from "./pages/videos.tsx";
+import { Batches } from "./pages/batches.tsx";
 import { AuditLog } from "./pages/audit-log.tsx";
 import { Operators } from "./pages/operators.tsx";
 import { go, useRoute } from "./router.ts";
 import { clearSession, loadSession, saveSession, type Session } from "./session.ts";
 
-const OPERATOR_NAV: Array<[string, string]> = [["overview", "Overview"], ["accounts", "Accounts"], ["keys", "Keys"], ["videos", "Video jobs"], ["models", "Models"], ["operators", "Operators"], ["audit", "Audit log"]];
+const OPERATOR_NAV: Array<[string, string]> = [["overview", "Overview"], ["accounts", "Accounts"], ["keys", "Keys"], ["videos", "Video jobs"], ["batches", "Batches"], ["models", "Models"], ["operators", "Operators"], ["audit", "Audit log"]];
 const CLIENT_NAV: Array<[string, string]> = [["home", "Usage"], ["jobs", "Video jobs"], ["batches", "Batches"], ["playground", "Playground"]];
 
 function App() {
@@ -61,6 +62,7 @@ function App() {
     else if (page === "accounts") body = <Accounts api={api} />;
     else if (page === "keys") body = <Keys api={api} />;
     else if (page === "videos") body = <Videos api={api} />;
+    else if (page === "batches") body = <Batches api={api} />;
     else if (page === "models") body = <Models api={api} />;
     else if (page === "operators") body = <Operators api={api} />;
     else if (page === "audit") body = <AuditLog api={api} />;

@@ -3,10 +3,8 @@ import { useEffect, useState } from "preact/hooks";
 import type { Api } from "../api.ts";
 import { fmtInt, fmtTime } from "../format.ts";
 import { useAction } from "../hooks.ts";
-import { Badge, ErrorBox, Loading, statusTone } from "../components/ui.tsx";
-
-const RUNNING = ["validating", "in_progress", "finalizing", "cancelling"];
-const TONES: Record<string, string> = { in_progress: "info", validating: "info", finalizing: "info", cancelling: "warn", cancelled: "muted" };
+import { BatchStatus, RUNNING_BATCH as RUNNING } from "../components/batch-status.tsx";
+import { ErrorBox, Loading } from "../components/ui.tsx";
 
 /** Save a file's bytes (the Bearer header goes with the request, so a plain link cannot do it). */
 async function download(api: Api, id: string, name: string) {
@@ -32,7 +30,7 @@ function BatchCard(p: { api: Api; batch: any; onChanged(): void }) {
   return (
     <article class="job" aria-label={`Batch ${b.id}`}>
       <header>
-        <span style={{ whiteSpace: "nowrap", flexShrink: 0 }}><Badge tone={TONES[b.status] ?? statusTone(b.status)}>{b.status.replace("_", " ")}</Badge></span>
+        <span style={{ whiteSpace: "nowrap", flexShrink: 0 }}><BatchStatus status={b.status} /></span>
         <span class="mono small" style={{ overflowWrap: "anywhere", minWidth: 0 }}>{b.id}</span>
       </header>
       <dl>
