@@ -14,6 +14,10 @@ import { ADMIN_TOKEN } from "../../test/support/harness.ts";
 import { buildConsole } from "../build.ts";
 import { launchBrowser, see, shot, watch, type Watched } from "./browser.ts";
 
+// runs in the browser; this file's type context has no DOM lib
+declare const document: any;
+declare const getComputedStyle: (e: unknown) => { outlineStyle: string; outlineWidth: string };
+
 let t: BatchServer;
 let browser: Browser;
 let context: BrowserContext;
@@ -134,7 +138,7 @@ test("operator: the filters take keyboard focus visibly; an account link opens t
   await filters.getByLabel("Account id").focus();
   await page.keyboard.press("Tab");
   const focus = await page.evaluate(() => {
-    const el = document.activeElement as HTMLElement;
+    const el = document.activeElement;
     const cs = getComputedStyle(el);
     return { label: el.getAttribute("aria-label"), outline: cs.outlineStyle, width: parseFloat(cs.outlineWidth) };
   });
@@ -163,7 +167,7 @@ test("phone width (390 px): the Batches page fits without sideways scrolling; no
   await p.getByRole("heading", { name: "Overview" }).waitFor();
   await p.goto(`${t.s.url}/console#/batches`);
   await p.getByRole("region", { name: "Batches" }).locator(`tr[data-batch="${ids.done}"]`).waitFor();
-  const wide = await p.evaluate(() => [...document.querySelectorAll("body *")].filter((e) => e.getBoundingClientRect().right > 391 && !e.parentElement?.closest("nav, .table-wrap")).slice(0, 6).map((e) => e.tagName + "." + e.className));
+  const wide = await p.evaluate(() => [...document.querySelectorAll("body *")].filter((e: any) => e.getBoundingClientRect().right > 391 && !e.parentElement?.closest("nav, .table-wrap")).slice(0, 6).map((e: any) => e.tagName + "." + e.className));
   expect({ width: await p.evaluate(() => document.documentElement.scrollWidth), wide }).toEqual({ width: 390, wide: [] });
   await shot(p, "batches-390");
   await phone.close();
