@@ -4,6 +4,7 @@
  * twice), expiry with a test clock (what was done is kept), and a 20,000-line file.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import postgres from "postgres";
 import { startFakeOpenAI, type FakeOpenAI } from "../fakes/openai-upstream.ts";
 import { chatLine, embedLine, fileLines, startBatchServer, uploadBatchFile, usageRows, waitForBatch, type BatchServer } from "./batch-server.ts";
 
@@ -115,6 +116,36 @@ describe("two instances", () => {
       await a.close();
     }
   }, 120_000);
+});
+
+describe("a lease that lapsed while its lines are upstream", () => {
+  test("the instance running the slice claims it back and keeps its one runner: no line sent upstream twice", async () => {
+    // renewals every 1 s (a third of the lease), ticks every 50 ms: the tick after the lapse claims the slice back first
+    const t = await startBatchServer({ REELAY_SCHEDULER_LEASE_MS: "3000", REELAY_BATCH_CONCURRENCY: "40" }, { fake });
+    try {
+      fake.reset();
+      fake.behave({ tokens: 2, delayHeadersMs: 2500 });
+      const c = await t.newClient();
+      const f = await uploadBatchFile(c.openai, Array.from({ length: 10 }, (_, i) => chatLine(i)));
+      const batch = await c.openai.batches.create({ input_file_id: f.id, endpoint: "/v1/chat/completions", completion_window: "24h" });
+      const end = performance.now() + 30_000;
+      while (fake.requests.length < 10 && performance.now() < end) await Bun.sleep(20);
+      expect(fake.requests).toHaveLength(10);
+      // the lease runs out while the lines are upstream, as when the renewal is late (a stalled event loop)
+      const sql = postgres(t.s.databaseUrl!, { max: 1, onnotice: () => {} });
+      try {
+        await sql`UPDATE batch_slices SET lease_expires_at = now() - interval '1 second' WHERE batch_id = ${batch.id}`;
+      } finally {
+        await sql.end();
+      }
+      const done = await waitForBatch(c.openai, batch.id, undefined, 60_000);
+      expect(done).toMatchObject({ status: "completed", request_counts: { total: 10, completed: 10, failed: 0 } });
+      const sent = fake.requests.filter((r) => r.path === "/v1/chat/completions").map((r) => r.body.messages[0].content);
+      expect(sent.sort()).toEqual(Array.from({ length: 10 }, (_, i) => `question ${i}`).sort());
+    } finally {
+      await t.close();
+    }
+  }, 60_000);
 });
 
 describe("expiry", () => {

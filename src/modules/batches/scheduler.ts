@@ -191,6 +191,10 @@ export function createBatchScheduler(deps: AppDeps, seal: ReasoningSeal): BatchS
     const want = Math.max(0, Math.min(4, Math.ceil(underWay / deps.config.batchSliceLines) + 1) - active.size);
     for (const slice of await claimSlices(db, owner, leaseMs, want)) {
       const key = `${slice.batchId}/${slice.slice}`;
+      // a slice still running here whose lease lapsed (its renewal came late: a stalled event loop)
+      // is claimed back by this same instance: the claim renewed the lease, the runner goes on;
+      // a second runner would send its lines in flight upstream again
+      if (active.has(key)) continue;
       const abort = new AbortController();
       const done = runSlice(slice, abort.signal)
         .catch((err) => deps.logger.error({ err, batchId: slice.batchId, slice: slice.slice }, "batches: a slice failed; it is taken over when its lease runs out"))
