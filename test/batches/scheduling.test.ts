@@ -4,6 +4,7 @@
  * twice), expiry with a test clock (what was done is kept), and a 20,000-line file.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import postgres from "postgres";
 import { startFakeOpenAI, type FakeOpenAI } from "../fakes/openai-upstream.ts";
 import { chatLine, embedLine, fileLines, startBatchServer, uploadBatchFile, usageRows, waitForBatch, type BatchServer } from "./batch-server.ts";
 
@@ -85,6 +86,66 @@ describe("two instances", () => {
       await a.close();
     }
   }, 180_000);
+
+  test("an instance whose tick outlasts its slices' lease keeps them: the other sends none of its lines in flight upstream again", async () => {
+    // A ticks every 5 s and leases for 1.5 s: the time between its ticks stands for a tick that
+    // outlasts the lease (a large batch validated, files written); its lines take 4 s upstream, all
+    // at once (20 places)
+    const a = await startBatchServer({ REELAY_SCHEDULER_POLL_MS: "5000", REELAY_SCHEDULER_LEASE_MS: "1500", REELAY_BATCH_CONCURRENCY: "40" }, { fake });
+    let b: BatchServer | undefined;
+    try {
+      fake.reset();
+      fake.behave({ tokens: 2, delayHeadersMs: 4000 });
+      const c = await a.newClient();
+      const f = await uploadBatchFile(c.openai, Array.from({ length: 10 }, (_, i) => chatLine(i)));
+      const batch = await c.openai.batches.create({ input_file_id: f.id, endpoint: "/v1/chat/completions", completion_window: "24h" });
+      // A claimed the batch's one slice: its 10 lines are in their upstream call
+      const end = performance.now() + 30_000;
+      while (fake.requests.length < 10 && performance.now() < end) await Bun.sleep(20);
+      expect(fake.requests).toHaveLength(10);
+      // B polls every 50 ms: it takes over any slice whose lease lapses while A's lines are upstream
+      b = await startBatchServer({ DATABASE_URL: a.s.databaseUrl!, REELAY_SCHEDULER_LEASE_MS: "1500" }, { fake });
+      const done = await waitForBatch(c.openai, batch.id, undefined, 60_000);
+      expect(done).toMatchObject({ status: "completed", request_counts: { total: 10, completed: 10, failed: 0 } });
+      const sent = fake.requests.filter((r) => r.path === "/v1/chat/completions").map((r) => r.body.messages[0].content);
+      expect(sent.sort()).toEqual(Array.from({ length: 10 }, (_, i) => `question ${i}`).sort());
+      const charged = (await usageRows(c)).filter((u) => u.route === "batch" && u.cost > 0);
+      expect(charged.map((u) => u.ref).sort()).toEqual(ids(10).map((id) => `${batch.id}:${id}`));
+    } finally {
+      await b?.close();
+      await a.close();
+    }
+  }, 120_000);
+});
+
+describe("a lease that lapsed while its lines are upstream", () => {
+  test("the instance running the slice claims it back and keeps its one runner: no line sent upstream twice", async () => {
+    // renewals every 1 s (a third of the lease), ticks every 50 ms: the tick after the lapse claims the slice back first
+    const t = await startBatchServer({ REELAY_SCHEDULER_LEASE_MS: "3000", REELAY_BATCH_CONCURRENCY: "40" }, { fake });
+    try {
+      fake.reset();
+      fake.behave({ tokens: 2, delayHeadersMs: 2500 });
+      const c = await t.newClient();
+      const f = await uploadBatchFile(c.openai, Array.from({ length: 10 }, (_, i) => chatLine(i)));
+      const batch = await c.openai.batches.create({ input_file_id: f.id, endpoint: "/v1/chat/completions", completion_window: "24h" });
+      const end = performance.now() + 30_000;
+      while (fake.requests.length < 10 && performance.now() < end) await Bun.sleep(20);
+      expect(fake.requests).toHaveLength(10);
+      // the lease runs out while the lines are upstream, as when the renewal is late (a stalled event loop)
+      const sql = postgres(t.s.databaseUrl!, { max: 1, onnotice: () => {} });
+      try {
+        await sql`UPDATE batch_slices SET lease_expires_at = now() - interval '1 second' WHERE batch_id = ${batch.id}`;
+      } finally {
+        await sql.end();
+      }
+      const done = await waitForBatch(c.openai, batch.id, undefined, 60_000);
+      expect(done).toMatchObject({ status: "completed", request_counts: { total: 10, completed: 10, failed: 0 } });
+      const sent = fake.requests.filter((r) => r.path === "/v1/chat/completions").map((r) => r.body.messages[0].content);
+      expect(sent.sort()).toEqual(Array.from({ length: 10 }, (_, i) => `question ${i}`).sort());
+    } finally {
+      await t.close();
+    }
+  }, 60_000);
 });
 
 describe("expiry", () => {

@@ -4,6 +4,8 @@
  *    nothing more is sent, a replay still works;
  *  - a receiver that never answers is cut off by the per-attempt timeout and the same live
  *    instance tries again (long before the attempt's lease would have lapsed);
+ *  - a lease that lapsed while the attempt is on the wire (a stall): the instance sending it
+ *    claims it back and keeps its one attempt, no second POST;
  *  - the SSRF guard at delivery time: a redirect (to another local receiver or to the metadata
  *    address) is the receiver's answer, never followed; a name that resolved to a public address
  *    at registration and resolves to a private one at delivery is refused then, without a
@@ -133,6 +135,23 @@ describe("a receiver that never answers", () => {
     expect(done).toMatchObject({ status: "delivered", attempts: 2, last_status: 200, last_error: null });
     const [row] = await select(s, (sql) => sql`SELECT lease_owner FROM webhook_deliveries WHERE id = ${done.id}`);
     expect(row.lease_owner).toBe(s.deps.config.instanceId);
+  }, 30_000);
+});
+
+describe("a lease that lapsed while its attempt is on the wire", () => {
+  test("the instance sending it claims it back and keeps its one attempt: the receiver gets one POST", async () => {
+    const s = await server({});
+    const r = receiver();
+    r.delay(1_500);
+    const sub = await subscriber(s, `${r.url}/late`);
+    await sub.job();
+    await r.waitFor((x) => x.length === 1);
+    // the lease runs out while the receiver is still answering, as when the event loop stalled past timeout + 5 s
+    await select(s, (sql) => sql`UPDATE webhook_deliveries SET lease_expires_at = now() - interval '1 second' WHERE endpoint_id = ${sub.ep.id} RETURNING id`);
+    const [done] = await until(() => sub.log(), (l) => l[0]?.status === "delivered");
+    expect(done).toMatchObject({ status: "delivered", last_status: 200 });
+    // polls every 100 ms ran while the first POST was unanswered; a second attempt would have been sent by one of them
+    expect(r.requests.map((x) => ({ id: x.headers["webhook-id"], answered: x.answered }))).toEqual([{ id: done.id, answered: 200 }]);
   }, 30_000);
 });
 

@@ -2,7 +2,8 @@
  * The batch scheduler: every instance runs one. Each tick it expires batches past their window,
  * validates one new batch, claims slices of running batches (a lease per slice, FOR UPDATE SKIP
  * LOCKED: instances share a batch without running a line twice; a dead instance's slices come
- * back when their lease runs out) and writes the files of batches whose lines are all done.
+ * back when their lease runs out) and writes the files of batches whose lines are all done. The
+ * slices' leases are renewed on a heartbeat of their own, every lease/3, however long a tick takes.
  *
  * At most `slots` = REELAY_BATCH_CONCURRENCY × REELAY_BATCH_SHARE % lines per instance are in
  * their upstream call at once (upstream-places.ts), so live traffic keeps the rest of the
@@ -186,13 +187,14 @@ export function createBatchScheduler(deps: AppDeps, seal: ReasoningSeal): BatchS
   async function tick(): Promise<void> {
     await expireOverdue(db, new Date(deps.billing.now()));
     await validateOne();
-    // leases of the slices we run; one we lost (stalled past the lease) is stopped
-    const mine = await renewSliceLeases(db, owner, [...active.values()].map((a) => a.slice), leaseMs);
-    for (const [key, a] of active) if (!mine.has(key)) a.abort.abort();
     // one slice more than the slots can start keeps them busy while a slice ends
     const want = Math.max(0, Math.min(4, Math.ceil(underWay / deps.config.batchSliceLines) + 1) - active.size);
     for (const slice of await claimSlices(db, owner, leaseMs, want)) {
       const key = `${slice.batchId}/${slice.slice}`;
+      // a slice still running here whose lease lapsed (its renewal came late: a stalled event loop)
+      // is claimed back by this same instance: the claim renewed the lease, the runner goes on;
+      // a second runner would send its lines in flight upstream again
+      if (active.has(key)) continue;
       const abort = new AbortController();
       const done = runSlice(slice, abort.signal)
         .catch((err) => deps.logger.error({ err, batchId: slice.batchId, slice: slice.slice }, "batches: a slice failed; it is taken over when its lease runs out"))
@@ -203,15 +205,31 @@ export function createBatchScheduler(deps: AppDeps, seal: ReasoningSeal): BatchS
   }
 
   const task = every(deps.config.schedulerPollMs, tick, (e) => deps.logger.error({ err: e }, "batches: scheduler tick failed"));
+
+  /**
+   * The leases of the slices we run, renewed every lease/3 on their own, as the video jobs' are: a
+   * tick can outlast a lease (a large batch validated, files written), and a lapsed slice is taken
+   * over by another instance, which sends its lines in flight here upstream a second time. One we
+   * lost (stalled past the lease) is stopped.
+   */
+  const heartbeat = every(Math.max(200, Math.floor(leaseMs / 3)), async () => {
+    const slices = [...active];
+    const mine = await renewSliceLeases(db, owner, slices.map(([, a]) => a.slice), leaseMs);
+    for (const [key, a] of slices) if (!mine.has(key)) a.abort.abort();
+  }, (e) => deps.logger.error({ err: e }, "batches: slice lease renewal failed"));
   return {
     get running() {
       return places.inUse;
     },
-    start: () => task.start(),
+    start() {
+      task.start();
+      heartbeat.start();
+    },
     async stop() {
       await task.stop();
       for (const a of active.values()) a.abort.abort();
       await Promise.all([...active.values()].map((a) => a.done));
+      await heartbeat.stop();
     },
   };
 }

@@ -150,7 +150,10 @@ export function createDeliveryWorker(deps: Pick<AppDeps, "config" | "database" |
     if (asked <= 0) return { asked, got: 0 };
     const skipUrls = [...perUrl].filter(([, n]) => n >= MAX_IN_FLIGHT_PER_URL).map(([url]) => url);
     const batch = await claimDueDeliveries(db, { owner, leaseMs, limit: asked, skipUrls });
-    for (const d of batch) start(d);
+    // a delivery still on the wire here whose lease lapsed (an event loop stalled past timeout + 5 s)
+    // is claimed back by this same instance: the claim renewed the lease, the attempt goes on;
+    // a second attempt would POST it again while the first is unanswered
+    for (const d of batch) if (!inFlight.has(d.id)) start(d);
     return { asked, got: batch.length };
   }
 
