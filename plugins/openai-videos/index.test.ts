@@ -53,14 +53,18 @@ describe("options", () => {
 describe("against the fake upstream", () => {
   test("create as multipart (seconds as a string, the image as input_reference), queued → in_progress (progress) → completed → the /content MP4", async () => {
     const { video } = model();
+    upstream.hold(); // each state held while it is polled: the test sees them whatever the machine's speed
     const { handle } = await video.submit(request(), testCall());
     const create = upstream.calls.find((c) => c.kind === "create")!;
     expect(create.contentType).toStartWith("multipart/form-data; boundary=");
     expect(create.fields).toEqual({ model: "sora-2", prompt: "a city at night, rain", seconds: "4", size: "720x1280", input_reference: { file: "reference.png", type: "image/png", bytes: CONTRACT_PNG.byteLength } });
     expect(create.auth).toBe(`Bearer ${KEY}`);
-    const { last, seen } = await runToEnd(video, handle);
-    expect(seen[0]!.state).toBe("queued");
-    expect(seen.some((r) => r.state === "running" && r.progress! > 0 && r.progress! < 1)).toBe(true);
+    expect((await video.poll(handle, testCall())).state).toBe("queued");
+    upstream.hold(40);
+    const running = await video.poll(handle, testCall());
+    expect(running.state === "running" && running.progress! > 0 && running.progress! < 1 ? "running with progress" : running).toBe("running with progress");
+    upstream.release();
+    const { last } = await runToEnd(video, handle);
     expect(last.state).toBe("succeeded");
     expect((await ffprobe((last as { mp4: Uint8Array }).mp4)).streams[0]).toMatchObject({ width: 720, height: 1280, nb_read_frames: "32" });
     expect(upstream.calls.find((c) => c.kind === "content")!.auth).toBe(`Bearer ${KEY}`);

@@ -66,6 +66,7 @@ export async function startFakeFal(initial: FalBehaviour & { apiKey?: string } =
   const bursts: Array<{ kind: FalCallKind | "any"; left: number; status: number }> = [];
   let origin = "";
   let held = false;
+  let heldAt: number | null = null; // a held request's progress: null → IN_QUEUE, a percent → IN_PROGRESS
 
   const takeBurst = (kind: FalCallKind) => {
     const b = bursts.find((x) => x.left > 0 && (x.kind === kind || x.kind === "any"));
@@ -75,7 +76,7 @@ export async function startFakeFal(initial: FalBehaviour & { apiKey?: string } =
   };
   const phase = (r: FalRequest): "IN_QUEUE" | "IN_PROGRESS" | "COMPLETED" => {
     if (r.cancelled) return "COMPLETED";
-    if (held) return "IN_QUEUE";
+    if (held) return heldAt === null ? "IN_QUEUE" : "IN_PROGRESS";
     const t = Date.now() - r.clockFrom;
     const { queueMs = 50, runMs = 200 } = r.behaviour;
     if (t < queueMs) return "IN_QUEUE";
@@ -135,7 +136,7 @@ export async function startFakeFal(initial: FalBehaviour & { apiKey?: string } =
           const p = phase(r);
           if (p === "IN_QUEUE") return json({ status: p, queue_position: [...requests.values()].filter((x) => phase(x) === "IN_QUEUE" && x.submittedAt < r.submittedAt).length, response_url: r.urls.response }, 202);
           if (p === "IN_PROGRESS") {
-            const pct = Math.floor(((Date.now() - r.clockFrom - (r.behaviour.queueMs ?? 50)) / (r.behaviour.runMs ?? 200)) * 100);
+            const pct = held && heldAt !== null ? heldAt : Math.floor(((Date.now() - r.clockFrom - (r.behaviour.queueMs ?? 50)) / (r.behaviour.runMs ?? 200)) * 100);
             return json({ status: p, response_url: r.urls.response, logs: [{ message: "Generating video...", level: "INFO", source: "user", timestamp: new Date().toISOString() }, { message: `${pct}% sampling`, level: "INFO", source: "user", timestamp: new Date().toISOString() }] }, 202);
           }
           return json({ status: p, response_url: r.urls.response, logs: null, metrics: { inference_time: (r.behaviour.runMs ?? 200) / 1000 } });
@@ -176,9 +177,14 @@ export async function startFakeFal(initial: FalBehaviour & { apiKey?: string } =
       const r = requests.get(id);
       return r ? (phase(r) === "COMPLETED" ? r.completedAt : undefined) : undefined;
     },
-    /** a backlog: requests stay IN_QUEUE until release(), then run their times from then (benchmarks: every job in flight at once) */
-    hold() {
+    /**
+     * A backlog: requests stay IN_QUEUE until release(), then run their times from then (benchmarks:
+     * every job in flight at once). hold(percent): IN_PROGRESS at that percent meanwhile (a test sees
+     * each state whatever the machine's speed).
+     */
+    hold(percent?: number) {
       held = true;
+      heldAt = percent ?? null;
     },
     release() {
       held = false;
@@ -187,6 +193,7 @@ export async function startFakeFal(initial: FalBehaviour & { apiKey?: string } =
     },
     reset() {
       held = false;
+      heldAt = null;
       behaviour = { ...initial };
       calls.length = 0;
       bursts.length = 0;

@@ -64,6 +64,7 @@ export async function startFakeOpenAIVideos(initial: OpenAIVideosBehaviour & { a
   const videos = new Map<string, FakeVideo>();
   const bursts: Array<{ kind: OpenAIVideosCallKind | "any"; left: number; status: number }> = [];
   let held = false;
+  let heldAt: number | null = null; // a held video's progress: null → queued, a percent → in_progress
 
   const takeBurst = (kind: OpenAIVideosCallKind) => {
     const b = bursts.find((x) => x.left > 0 && (x.kind === kind || x.kind === "any"));
@@ -75,7 +76,7 @@ export async function startFakeOpenAIVideos(initial: OpenAIVideosBehaviour & { a
     Response.json({ error: { message, type, param, code } }, { status });
 
   const statusOf = (v: FakeVideo) => {
-    if (held) return { status: "queued" as const, progress: 0 };
+    if (held) return heldAt === null ? { status: "queued" as const, progress: 0 } : { status: "in_progress" as const, progress: heldAt };
     const t = Date.now() - v.clockFrom;
     const { queueMs = 50, runMs = 200 } = v.behaviour;
     if (t < queueMs) return { status: "queued" as const, progress: 0 };
@@ -185,9 +186,14 @@ export async function startFakeOpenAIVideos(initial: OpenAIVideosBehaviour & { a
       if (!v.deleted) statusOf(v);
       return v.endedAt !== undefined && v.endedAt <= Date.now() ? v.endedAt : undefined;
     },
-    /** a backlog: videos stay queued until release(), then run their times from then (benchmarks: every job in flight at once) */
-    hold() {
+    /**
+     * A backlog: videos stay queued until release(), then run their times from then (benchmarks:
+     * every job in flight at once). hold(percent): they show in_progress at that percent meanwhile
+     * (a test sees each state whatever the machine's speed).
+     */
+    hold(percent?: number) {
       held = true;
+      heldAt = percent ?? null;
     },
     release() {
       held = false;
@@ -196,6 +202,7 @@ export async function startFakeOpenAIVideos(initial: OpenAIVideosBehaviour & { a
     },
     reset() {
       held = false;
+      heldAt = null;
       behaviour = { ...initial };
       calls.length = 0;
       bursts.length = 0;

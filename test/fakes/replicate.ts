@@ -77,6 +77,7 @@ export async function startFakeReplicate(initial: ReplicateBehaviour & { apiKey?
   const bursts: Array<{ kind: ReplicateCallKind | "any"; left: number; status: number }> = [];
   let origin = "";
   let held = false;
+  let heldAt: number | null = null; // a held prediction's progress: null → starting, a percent → processing
 
   const takeBurst = (kind: ReplicateCallKind) => {
     const b = bursts.find((x) => x.left > 0 && (x.kind === kind || x.kind === "any"));
@@ -90,8 +91,10 @@ export async function startFakeReplicate(initial: ReplicateBehaviour & { apiKey?
     const t = Date.now() - p.clockFrom;
     const { startMs = 50, runMs = 200 } = p.behaviour;
     const steps = 20;
-    const done = p.status === "processing" ? Math.min(steps, Math.floor(((t - startMs) / runMs) * steps)) : p.status === "succeeded" ? steps : 0;
-    const logs = p.status === "starting" ? "" : Array.from({ length: done + 1 }, (_, i) => `${String(Math.round((i / steps) * 100)).padStart(3)}%|${"█".repeat(i / 2)}${" ".repeat(10 - Math.floor(i / 2))}| ${i}/${steps}`).join("\n");
+    const heldRunning = held && heldAt !== null && p.status === "starting" && p.timers.length === 0;
+    const status = heldRunning ? "processing" : p.status;
+    const done = heldRunning ? Math.floor((heldAt! / 100) * steps) : status === "processing" ? Math.min(steps, Math.floor(((t - startMs) / runMs) * steps)) : status === "succeeded" ? steps : 0;
+    const logs = status === "starting" ? "" : Array.from({ length: done + 1 }, (_, i) => `${String(Math.round((i / steps) * 100)).padStart(3)}%|${"█".repeat(i / 2)}${" ".repeat(10 - Math.floor(i / 2))}| ${i}/${steps}`).join("\n");
     return {
       id: p.id,
       model: p.model ?? "owner/name",
@@ -101,10 +104,10 @@ export async function startFakeReplicate(initial: ReplicateBehaviour & { apiKey?
       output: p.status === "succeeded" ? p.behaviour.outputUrl ?? `${origin}/files/${p.id}.mp4` : null,
       data_removed: false,
       error: p.status === "failed" ? p.behaviour.error ?? "CUDA out of memory" : null,
-      status: p.status,
+      status,
       source: "api",
       created_at: iso(p.createdAt),
-      started_at: p.status === "starting" ? null : iso(p.clockFrom + startMs),
+      started_at: status === "starting" ? null : iso(p.clockFrom + startMs),
       completed_at: iso(p.completedAt),
       urls: { get: `${origin}/v1/predictions/${p.id}`, cancel: `${origin}/v1/predictions/${p.id}/cancel`, web: `https://replicate.com/p/${p.id}` },
       ...(p.completedAt ? { metrics: { predict_time: (p.completedAt - p.clockFrom - startMs) / 1000 } } : {}),
@@ -226,9 +229,14 @@ export async function startFakeReplicate(initial: ReplicateBehaviour & { apiKey?
     },
     /** deliver an event of a prediction now, as Replicate would (signed per the current behaviour) */
     redeliver: (id: string, event = "completed") => deliver(predictions.get(id)!, event),
-    /** a backlog: predictions stay starting until release(), then run their times from then (benchmarks: every job in flight at once) */
-    hold() {
+    /**
+     * A backlog: predictions stay starting until release(), then run their times from then
+     * (benchmarks: every job in flight at once). hold(percent): processing at that percent meanwhile
+     * (a test sees each state whatever the machine's speed).
+     */
+    hold(percent?: number) {
       held = true;
+      heldAt = percent ?? null;
     },
     release() {
       held = false;
@@ -236,6 +244,7 @@ export async function startFakeReplicate(initial: ReplicateBehaviour & { apiKey?
     },
     reset() {
       held = false;
+      heldAt = null;
       behaviour = { ...initial };
       calls.length = 0;
       bursts.length = 0;
