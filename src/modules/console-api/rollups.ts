@@ -60,8 +60,16 @@ export async function readRollupState(tx: Tx, opts: { forUpdate?: boolean; level
   return r ? { rolledUntil: new Date(r.rolled_until), rolledMaxId: Number(r.rolled_max_id) } : null;
 }
 
-/** Roll up what is due into `level`'s table; returns the number of source rows, or null if another instance is refreshing. */
-export async function refreshRollups(db: Db, now = new Date(), level: RollupLevel = FIVE_MINUTES): Promise<number | null> {
+/**
+ * Roll up what is due into `level`'s table; returns the number of source rows, or null if another
+ * instance is refreshing. `whenDue`: only once a new bucket is due (a reader's refresh: once a minute
+ * or five, not on every poll of the console; late rows wait for it, the readers count them meanwhile).
+ */
+export async function refreshRollups(db: Db, now = new Date(), level: RollupLevel = FIVE_MINUTES, opts: { whenDue?: boolean } = {}): Promise<number | null> {
+  if (opts.whenDue) {
+    const state = await readRollupState(db, { level });
+    if (state && state.rolledUntil.getTime() >= floorTo(now.getTime() - SETTLE_LAG_MS, level.stepMs)) return 0;
+  }
   return db.transaction(
     async (tx) => {
       const [lock] = await query<{ ok: boolean }>(tx, sql`SELECT pg_try_advisory_xact_lock(${level.lock}) AS ok`);

@@ -43,7 +43,7 @@ interface Health {
  */
 export async function modelHealth(db: Db, windowMs: number, opts: { onRefreshError?: (e: unknown) => void } = {}): Promise<Map<string, Health>> {
   const now = Date.now();
-  await refreshRollups(db, new Date(now), MINUTES).catch((e) => opts.onRefreshError?.(e));
+  await refreshRollups(db, new Date(now), MINUTES, { whenDue: true }).catch((e) => opts.onRefreshError?.(e));
   const since = now - windowMs;
   const first = floorTo(since + MINUTES.stepMs - 1, MINUTES.stepMs); // the first whole minute
   const rows = await db.transaction(async (tx) => {

@@ -137,7 +137,7 @@ export async function usageTimeseries(db: Db, q: SeriesQuery, opts: { onRefreshE
   // `rollups: false` reads raw rows only (bench/console.ts compares the two); one account's rows through its index
   const level = opts.rollups !== false && !q.accountId ? levelFor(range.step) : null;
   const now = Date.now();
-  if (level) await refreshRollups(db, new Date(now), level).catch((e) => opts.onRefreshError?.(e));
+  if (level) await refreshRollups(db, new Date(now), level, { whenDue: true }).catch((e) => opts.onRefreshError?.(e));
   const rows = await db.transaction((tx) => collect(tx, q, range, level, now), { isolationLevel: "repeatable read", accessMode: "read only" });
 
   const total = newAcc(range.points);
