@@ -14,7 +14,7 @@
  * second `npm ci` would cost 2.2 GB and minutes per run.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -51,16 +51,38 @@ test("the previous release's tests use the same versions of the packages they ne
   expect(lockVersions(git("show", `${PREVIOUS}:package-lock.json`))).toEqual(lockVersions(readFileSync(join(ROOT, "package-lock.json"), "utf8")));
 });
 
-test("the previous release's money-invariant tests pass on this release's schema", async () => {
-  const proc = Bun.spawn(["bun", "test", "--timeout", "300000", "test/billing/postgres.test.ts", "test/billing/leases-postgres.test.ts"], {
+/** One run of the previous release's money tests in its checkout: exit code and the lines that say what passed and failed. */
+async function runPreviousTests(limitMs: number) {
+  const proc = Bun.spawn(["bun", "test", "--preload", "./fc-end-on-failure.ts", "--timeout", String(limitMs), "test/billing/postgres.test.ts", "test/billing/leases-postgres.test.ts"], {
     cwd: tree,
     env: { ...process.env, DATABASE_URL: process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test" },
     stdout: "pipe",
     stderr: "pipe",
   });
+  const killer = setTimeout(() => proc.kill(), limitMs + 30_000); // a run that hangs is a failed run
   const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  clearTimeout(killer);
   const report = (out + err).split("\n").filter((l) => /\((pass|fail)\)|^\s*\d+ (pass|fail)|error/i.test(l));
-  expect({ code, report }).toEqual({ code: 0, report: expect.arrayContaining([expect.stringMatching(/^\s*0 fail/)]) });
+  return { code, report };
+}
+
+/**
+ * A schema that breaks the previous release's statements (a dropped or renamed column, a NOT NULL
+ * column it does not write) fails every run. The previous release's randomised two-instance lease
+ * test also fails now and then on its own, whatever the schema: on CI it failed once and spent its
+ * 300 s shrinking; here it hung once in 42 runs under load, on a database whose only change is a new
+ * table. Its code lacks concurrency fixes made since (the lease-return lock order, 0b98b5b). So:
+ * fast-check stops at the first failure (no shrinking), a hung run is killed, and a failed run is
+ * run once more, after printing what it said; both failing is a failure.
+ */
+test("the previous release's money-invariant tests pass on this release's schema", async () => {
+  writeFileSync(join(tree, "fc-end-on-failure.ts"), 'import fc from "fast-check";\nfc.configureGlobal({ endOnFailure: true });\n');
+  let run = await runPreviousTests(180_000);
+  if (run.code !== 0) {
+    console.log(`the previous release's money tests failed once on this schema; running them again. What the failed run said:\n${run.report.join("\n")}`);
+    run = await runPreviousTests(180_000);
+  }
+  expect(run).toEqual({ code: 0, report: expect.arrayContaining([expect.stringMatching(/^\s*0 fail/)]) });
   // every test of both files ran (none skipped, none filtered away)
-  expect(report.filter((l) => l.includes("(pass)")).length).toBeGreaterThanOrEqual(5);
+  expect(run.report.filter((l) => l.includes("(pass)")).length).toBeGreaterThanOrEqual(5);
 }, 600_000);
