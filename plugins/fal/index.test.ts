@@ -2,7 +2,7 @@
 import { afterAll, beforeEach, describe, expect, test } from "bun:test";
 import { checkOptions, type ModelInstance, type VideoPollResult, type VideoRequest } from "@reelay/plugin-sdk";
 import { CONTRACT_PNG, runPluginContract } from "@reelay/plugin-sdk/contract";
-import { hostTestContext, realHost, testCall } from "../../test/support/plugin-context.ts";
+import { expectQueuedThenRunning, hostTestContext, realHost, testCall } from "../../test/support/plugin-context.ts";
 import { startFakeFal } from "../../test/fakes/fal.ts";
 import plugin from "./index.ts";
 
@@ -54,11 +54,7 @@ describe("against the fake fal queue", () => {
     expect(submit.body).toEqual({ prompt: "a red panda eats bamboo", image_url: `data:image/png;base64,${Buffer.from(CONTRACT_PNG).toString("base64")}`, duration: "5", aspect_ratio: "9:16", seed: 11 });
     const [r] = [...fal.requests.values()];
     expect(handle).toBe(`127.0.0.1:${new URL(fal.url).port}/${r!.id} ${r!.urls.status} ${r!.urls.response} ${r!.urls.cancel}`);
-    expect((await video.poll(handle, testCall())).state).toBe("queued");
-    fal.hold(40);
-    const running = await video.poll(handle, testCall());
-    expect(running.state === "running" && running.progress! > 0 && running.progress! < 1 ? "running with progress" : running).toBe("running with progress");
-    fal.release();
+    await expectQueuedThenRunning(video, handle, fal);
     const { last } = await runToEnd(video, handle);
     expect(last).toEqual({ state: "succeeded", url: `${fal.url}/files/${r!.id}.mp4` });
   });

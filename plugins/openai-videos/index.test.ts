@@ -2,7 +2,7 @@
 import { afterAll, beforeEach, describe, expect, test } from "bun:test";
 import { checkOptions, type ModelInstance, type VideoPollResult, type VideoRequest } from "@reelay/plugin-sdk";
 import { CONTRACT_PNG, runPluginContract } from "@reelay/plugin-sdk/contract";
-import { hostTestContext, realHost, testCall } from "../../test/support/plugin-context.ts";
+import { expectQueuedThenRunning, hostTestContext, realHost, testCall } from "../../test/support/plugin-context.ts";
 import { startFakeOpenAIVideos } from "../../test/fakes/openai-videos.ts";
 import { ffprobe } from "../../src/media/ffprobe.test-helper.ts";
 import plugin from "./index.ts";
@@ -59,11 +59,7 @@ describe("against the fake upstream", () => {
     expect(create.contentType).toStartWith("multipart/form-data; boundary=");
     expect(create.fields).toEqual({ model: "sora-2", prompt: "a city at night, rain", seconds: "4", size: "720x1280", input_reference: { file: "reference.png", type: "image/png", bytes: CONTRACT_PNG.byteLength } });
     expect(create.auth).toBe(`Bearer ${KEY}`);
-    expect((await video.poll(handle, testCall())).state).toBe("queued");
-    upstream.hold(40);
-    const running = await video.poll(handle, testCall());
-    expect(running.state === "running" && running.progress! > 0 && running.progress! < 1 ? "running with progress" : running).toBe("running with progress");
-    upstream.release();
+    await expectQueuedThenRunning(video, handle, upstream);
     const { last } = await runToEnd(video, handle);
     expect(last.state).toBe("succeeded");
     expect((await ffprobe((last as { mp4: Uint8Array }).mp4)).streams[0]).toMatchObject({ width: 720, height: 1280, nb_read_frames: "32" });

@@ -3,7 +3,7 @@ import { afterAll, beforeEach, describe, expect, test } from "bun:test";
 import { Webhook } from "standardwebhooks";
 import { checkOptions, type ModelInstance, type VideoPollResult, type VideoRequest } from "@reelay/plugin-sdk";
 import { CONTRACT_PNG, runPluginContract } from "@reelay/plugin-sdk/contract";
-import { hostTestContext, realHost, testCall } from "../../test/support/plugin-context.ts";
+import { expectQueuedThenRunning, hostTestContext, realHost, testCall } from "../../test/support/plugin-context.ts";
 import { startFakeReplicate } from "../../test/fakes/replicate.ts";
 import plugin from "./index.ts";
 
@@ -68,11 +68,7 @@ describe("against the fake Replicate", () => {
     expect(create.body).toEqual({ input: { mode: "standard", prompt: "a heron takes off", negative_prompt: "blur", start_image: `data:image/png;base64,${Buffer.from(CONTRACT_PNG).toString("base64")}`, duration: 5, width: 480, height: 832, seed: 7 } });
     const [p] = [...replicate.predictions.values()];
     expect(handle).toBe(`127.0.0.1:${new URL(replicate.url).port}/${p!.id}`);
-    expect((await video.poll(handle, testCall())).state).toBe("queued");
-    replicate.hold(40);
-    const running = await video.poll(handle, testCall());
-    expect(running.state === "running" && running.progress! > 0 && running.progress! < 1 ? "running with progress" : running).toBe("running with progress");
-    replicate.release();
+    await expectQueuedThenRunning(video, handle, replicate);
     const { last } = await runToEnd(video, handle);
     expect(last).toEqual({ state: "succeeded", url: `${replicate.url}/files/${p!.id}.mp4` });
   });
