@@ -4,11 +4,15 @@
  *
  * One `bun test` process runs its files one after another; most of a file's time is spent waiting
  * (servers starting, Postgres, a spawned CLI, a browser), so on the 2-core CI box three processes
- * finish the suite in well under half the time of one. Files are dealt to the shards by their
- * measured duration (test/timings.json, written by `--record`), longest first, each to the shard
- * with the least work so far; a file without a figure counts DEFAULT_SECONDS. Every file stays
- * whole in one process (a file's tests share its beforeAll), and files never depended on running
- * in one process: each makes its own databases, ports and temp directories.
+ * finish the suite in well under half the time of one. The files wait in one queue, longest first
+ * by their measured duration (test/timings.json, written by `--record`; a file without a figure
+ * counts DEFAULT_SECONDS), and each of the shards takes the next batch when its last one ends: a
+ * long file alone, short ones together up to BATCH_SECONDS. Dealing them out beforehand left one
+ * shard ~5 minutes behind the others when the machine was slower than when the timings were
+ * taken (CI: 1036 s, 1329 s, 1086 s); taking work as it frees up ends the shards within about one
+ * batch of each other. Every file stays whole in one process (a file's tests share its beforeAll),
+ * and files never depended on running in one process: each makes its own databases, ports and
+ * temp directories.
  *
  *   bun scripts/run-tests.ts                 all files, REELAY_TEST_SHARDS (default 3) at once
  *   bun scripts/run-tests.ts path/ file.ts   only those (directories or files)
@@ -24,6 +28,9 @@ import { join, relative } from "node:path";
 const ROOT = join(import.meta.dir, "..");
 const TIMINGS = join(ROOT, "test", "timings.json");
 const DEFAULT_SECONDS = 10;
+/** timings.json holds the sum of a file's test durations; its hooks (servers, browsers) and the process's start come on top */
+const FILE_OVERHEAD_SECONDS = 8;
+const BATCH_SECONDS = 45;
 const TIMEOUT_MS = "60000";
 
 const args = process.argv.slice(2);
@@ -50,16 +57,17 @@ function readTimings(): Record<string, number> {
   }
 }
 
-/** Longest file first, each to the shard with the least seconds so far. */
-function deal(files: string[], timings: Record<string, number>, n: number): string[][] {
-  const shards = Array.from({ length: n }, () => ({ files: [] as string[], seconds: 0 }));
-  const weight = (f: string) => timings[f] ?? DEFAULT_SECONDS;
+/** The files in batches, longest first: a file of BATCH_SECONDS or more alone, shorter ones together up to that. */
+function batches(files: string[], timings: Record<string, number>): string[][] {
+  const weight = (f: string) => (timings[f] ?? DEFAULT_SECONDS) + FILE_OVERHEAD_SECONDS;
+  const out: Array<{ files: string[]; seconds: number }> = [];
+  let open: { files: string[]; seconds: number } | null = null;
   for (const f of [...files].sort((a, b) => weight(b) - weight(a))) {
-    const s = shards.reduce((a, b) => (b.seconds < a.seconds ? b : a));
-    s.files.push(f);
-    s.seconds += weight(f);
+    if (!open || open.seconds + weight(f) > BATCH_SECONDS) out.push((open = { files: [], seconds: 0 }));
+    open.files.push(f);
+    open.seconds += weight(f);
   }
-  return shards.filter((s) => s.files.length > 0).map((s) => s.files);
+  return out.map((b) => b.files);
 }
 
 interface ShardResult {
@@ -73,7 +81,7 @@ interface ShardResult {
   seconds: number;
 }
 
-async function runShard(index: number, files: string[]): Promise<ShardResult> {
+async function runBatch(index: number, files: string[]): Promise<ShardResult> {
   const started = performance.now();
   const proc = Bun.spawn(["bun", "test", "--timeout", TIMEOUT_MS, ...files.map((f) => "./" + f)], {
     cwd: ROOT, stdout: "pipe", stderr: "pipe", env: process.env,
@@ -134,15 +142,26 @@ if (files.length === 0) {
   process.exit(1);
 }
 const timings = readTimings();
-const shards = deal(files, timings, shardCount);
-console.log(`${files.length} test files in ${shards.length} shard(s): ${shards.map((s, i) => `#${i + 1} ${s.length} files, ~${Math.round(s.reduce((n, f) => n + (timings[f] ?? DEFAULT_SECONDS), 0))} s`).join("; ")}`);
+const queue = batches(files, timings);
+const total = Math.round(files.reduce((n, f) => n + (timings[f] ?? DEFAULT_SECONDS), 0));
+const workers = Math.min(shardCount, queue.length);
+console.log(`${files.length} test files (~${total} s measured) in ${queue.length} batches, ${workers} shard(s) at once`);
 
+interface Shard { index: number; results: ShardResult[]; seconds: number }
 const results: ShardResult[] = [];
-await Promise.all(shards.map(async (s, i) => {
-  const r = await runShard(i, s);
-  results.push(r);
-  console.log(`\n==== shard ${i + 1}/${shards.length}: ${r.pass} pass, ${r.fail} fail, exit ${r.code}, ${r.seconds.toFixed(0)} s ====`);
-  console.log(r.output.trimEnd());
+let batchNo = 0;
+const shards: Shard[] = await Promise.all(Array.from({ length: workers }, async (_, index) => {
+  const shard: Shard = { index, results: [], seconds: 0 };
+  const started = performance.now();
+  for (let batch = queue.shift(); batch; batch = queue.shift()) {
+    const r = await runBatch(++batchNo, batch);
+    shard.results.push(r);
+    results.push(r);
+    console.log(`\n==== shard ${index + 1}, batch ${r.index} (${batch.length} file${batch.length > 1 ? "s" : ""}): ${r.pass} pass, ${r.fail} fail, exit ${r.code}, ${r.seconds.toFixed(0)} s ====`);
+    console.log(r.output.trimEnd());
+  }
+  shard.seconds = (performance.now() - started) / 1000;
+  return shard;
 }));
 
 if (record && !only.length) {
@@ -157,10 +176,13 @@ const failed = [...new Set(results.flatMap((r) => r.output.split("\n").filter((l
 // a shard that died without bun's totals (a crash, a preload refusing to start) is a failure too
 const broken = results.filter((r) => r.code !== 0 && r.fail === 0);
 console.log("\n==== all shards ====");
-for (const r of [...results].sort((a, b) => a.index - b.index)) console.log(`shard ${r.index + 1}: ${r.pass} pass, ${r.fail} fail, exit ${r.code}, ${r.seconds.toFixed(0)} s`);
+for (const sh of shards) {
+  const n = (k: "pass" | "fail") => sh.results.reduce((a, r) => a + r[k], 0);
+  console.log(`shard ${sh.index + 1}: ${sh.results.length} batches, ${n("pass")} pass, ${n("fail")} fail, ${sh.seconds.toFixed(0)} s`);
+}
 if (failed.length) console.log(`\n${failed.length} failed:\n${failed.join("\n")}`);
 // what each failure printed, again at the end: CI keeps only the tail of a run's output
 for (const [file, block] of failureBlocks(results.map((r) => r.output).join("\n"))) console.log(`\n---- ${file}\n${block}`);
-for (const r of broken) console.log(`\nshard ${r.index + 1} exited ${r.code} without a failing test: see its output above`);
+for (const r of broken) console.log(`\nbatch ${r.index} exited ${r.code} without a failing test: see its output above`);
 console.log(`\n ${sum("pass")} pass\n ${sum("fail") + broken.length} fail\n ${sum("expects")} expect() calls\nRan ${sum("tests")} tests across ${files.length} files.`);
 process.exit(failed.length || broken.length || results.some((r) => r.code !== 0) ? 1 : 0);

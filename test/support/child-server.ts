@@ -57,7 +57,7 @@ export async function spawnServer(env: Record<string, string>, opts: { port?: nu
   const pumps = Promise.all([pump(proc.stdout, (s) => (out += s)), pump(proc.stderr, (s) => (err += s))]).catch(() => {});
   const url = `http://127.0.0.1:${port}`;
   try {
-    await waitForOwnListener(proc, port, () => out + err, 30_000);
+    await waitForOwnListener(proc, port, () => out + err, 60_000);
   } catch (e) {
     proc.kill(9);
     throw e;

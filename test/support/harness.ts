@@ -149,7 +149,20 @@ export async function waitForOwnListener(child: { pid: number; exitCode: number 
     if (Date.now() > end) throw new Error(`pid ${child.pid} did not log "reelay listening" on port ${port} within ${timeoutMs} ms:\n${output()}`);
     await Bun.sleep(50);
   }
-  await waitForOk(`http://127.0.0.1:${port}/readyz`, Math.max(1000, end - Date.now()));
+  // then ready: on a timeout, say what /readyz last answered and what the child printed
+  let last = "no answer";
+  while (Date.now() < end) {
+    if (child.exitCode !== null) throw new Error(`pid ${child.pid} exited with ${child.exitCode} before it was ready:\n${output()}`);
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/readyz`);
+      if (res.status === 200) return;
+      last = `${res.status} ${await res.text()}`;
+    } catch (e) {
+      last = String(e);
+    }
+    await Bun.sleep(100);
+  }
+  throw new Error(`pid ${child.pid} listened on ${port} but /readyz was not 200 within ${timeoutMs} ms (last: ${last}):\n${output()}`);
 }
 
 /** Wait until `url` answers 200, or throw after `timeoutMs`. */

@@ -136,5 +136,5 @@ describe("several instances", () => {
     const senders = await rows(databaseUrl, (sql) => sql`SELECT lease_owner, count(*)::int AS n FROM webhook_deliveries WHERE status = 'delivered' GROUP BY lease_owner ORDER BY lease_owner`);
     expect(senders.map((s: any) => s.lease_owner)).toEqual(["instance-a", "instance-b"]);
     expect(senders.reduce((n: number, s: any) => n + s.n, 0)).toBe(40);
-  }, 60_000);
+  }, 120_000);
 });
