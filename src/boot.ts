@@ -11,7 +11,7 @@ import { KeyAuthenticator } from "./auth/authenticate-key.ts";
 import { pruneAudit } from "./audit/audit-log.ts";
 import { every, type BackgroundTask } from "./background.ts";
 import { CreditEngine, PlanBook, sweepExpiredHolds } from "./billing/index.ts";
-import { ConfigError } from "./config.ts";
+import { ConfigError } from "./errors.ts";
 import { budgetAlertTask } from "./modules/webhooks/budget-alerts.ts";
 import type { Config } from "./config.ts";
 import { migrate, openDatabase, pendingMigrations } from "./db/index.ts";

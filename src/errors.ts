@@ -80,4 +80,10 @@ export function formatUsd(micros: number): string {
   return `$${(micros / 1_000_000).toFixed(6)} (${micros} micro-dollars)`;
 }
 
-
+/** A setting that stops the boot: names the environment variable or models-file key. */
+export class ConfigError extends Error {
+  constructor(readonly key: string, message: string) {
+    super(`invalid configuration: ${key}: ${message}`);
+    this.name = "ConfigError";
+  }
+}

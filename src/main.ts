@@ -7,8 +7,8 @@
  * then imports the rest (boot.ts: the app, database drivers, plugins), so /healthz answers while
  * that is evaluated and the database opens.
  */
-import { ConfigError, loadConfig } from "./config.ts";
-import { ApiError } from "./errors.ts";
+import { loadConfig } from "./config.ts";
+import { ApiError, ConfigError } from "./errors.ts";
 import { listen } from "./listen.ts";
 import { createLogger, syncLines } from "./logger.ts";
 

@@ -4,7 +4,7 @@
  * bind answers in about a millisecond. (Another process may still take the port between the probe
  * and the real listen, a window of seconds; that rare case fails at listen as before.)
  */
-import { ConfigError } from "../config.ts";
+import { ConfigError } from "../errors.ts";
 
 export function assertPortFree(host: string, port: number): void {
   if (port === 0) return; // the OS picks a free one

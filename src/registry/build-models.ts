@@ -2,7 +2,8 @@
  * Plugins (built-in and from the plugins directory) and the model registry, as boot needs them:
  * no model is loaded yet (model-loader.ts loads each on its first request or preload).
  */
-import { ConfigError, type Config } from "../config.ts";
+import type { Config } from "../config.ts";
+import { ConfigError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import { hostServices, safeFetchBytes } from "../plugin-host/host-services.ts";
 import { builtinPlugins } from "./builtin-plugins.ts";

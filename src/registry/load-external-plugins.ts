@@ -21,7 +21,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { builtinModules } from "node:module";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { ConfigError } from "../config.ts";
+import { ConfigError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import { PLUGIN_API_VERSION, problemsWithPricing, SDK_VERSION, type ReelayPlugin } from "../plugin-sdk/index.ts";
 

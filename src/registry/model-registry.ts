@@ -4,7 +4,8 @@
  * can do is whatever capabilities its instance implements; the core never looks at plugin names.
  */
 import type { Config, ModelConfig } from "../config.ts";
-import { checkModelNames, ConfigError } from "../config.ts";
+import { ConfigError } from "../errors.ts";
+import { checkModelNames } from "../models-file.ts";
 import { CAPABILITIES, problemsWithInstance, type Capability, type ModelInstance, type ModelPricing, type ReelayPlugin } from "../plugin-sdk/index.ts";
 import type { Scope } from "../accounts/api-keys.ts";
 import { checkedInstance } from "../plugin-host/checked-instance.ts";

@@ -5,7 +5,8 @@
  * them are reported at once; a `validateOptions` that throws is reported as the plugin's bug, not
  * as a bare "undefined is not an object".
  */
-import { ConfigError, type ModelConfig } from "../config.ts";
+import type { ModelConfig } from "../config.ts";
+import { ConfigError } from "../errors.ts";
 import { checkOptions, show, type ReelayPlugin } from "../plugin-sdk/index.ts";
 
 /** The options `create` gets: validated, defaults filled in. Throws a ConfigError listing every problem. */

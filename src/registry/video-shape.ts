@@ -4,7 +4,8 @@
  * at boot with the model's prices: every size it takes must have a price (`perSecondBySize` for
  * that size, or `perSecond`), so no request can be free by accident.
  */
-import { ConfigError, type ModelConfig } from "../config.ts";
+import type { ModelConfig } from "../config.ts";
+import { ConfigError } from "../errors.ts";
 import { DEFAULT_VIDEO_SECONDS, DEFAULT_VIDEO_SIZES, type ModelPricing, type VideoCapability } from "../plugin-sdk/index.ts";
 
 export interface VideoShape {

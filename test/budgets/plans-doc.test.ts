@@ -4,7 +4,7 @@
  */
 import { expect, test } from "bun:test";
 import { parse } from "yaml";
-import { parseModelsFile } from "../../src/config.ts";
+import { parseModelsFile } from "../../src/models-file.ts";
 import { applyPlan, priceOf } from "../../src/billing/index.ts";
 import { blocksCheckedBy } from "../readme/doc-blocks.ts";
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { ConfigError } from "../../src/config.ts";
+import { ConfigError } from "../../src/errors.ts";
 import { startTestServer, testConfig, type TestServer } from "../support/harness.ts";
 
 let listed: TestServer;

@@ -2,7 +2,9 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
-import { ConfigError, loadConfig, parseModels } from "../../src/config.ts";
+import { loadConfig } from "../../src/config.ts";
+import { ConfigError } from "../../src/errors.ts";
+import { parseModels } from "../../src/models-file.ts";
 import { startServer } from "../../src/boot.ts";
 import { testConfig } from "../support/harness.ts";
 

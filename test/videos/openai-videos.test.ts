@@ -11,7 +11,7 @@ import { ffprobe } from "../../src/media/ffprobe.test-helper.ts";
 import { startTestServer, type TestServer } from "../support/harness.ts";
 import { client, pngBase64, PRICE_PER_SECOND, scriptedEnv } from "./support.ts";
 import { blocksCheckedBy } from "../readme/doc-blocks.ts";
-import { parseModelsFile } from "../../src/config.ts";
+import { parseModelsFile } from "../../src/models-file.ts";
 import { problemsWithPricing } from "../../src/plugin-sdk/index.ts";
 
 let s: TestServer;
