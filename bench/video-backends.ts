@@ -4,6 +4,7 @@
  *
  *   bun bench/video-backends.ts            (about a minute; needs Postgres at DATABASE_URL or 127.0.0.1:5432/test)
  *   BENCH_JOBS=200 bun bench/video-backends.ts
+ *   bun bench/video-backends.ts --profile /tmp/prof   (the server's CPU profile)
  *
  * 1,000 jobs (BENCH_JOBS) spread evenly over four fakes — ComfyUI (websocket push), Replicate
  * (signed webhooks to the hook route), fal and an OpenAI-style upstream (both polled every 1 s) —
@@ -33,6 +34,8 @@ import { pngBase64 } from "../test/videos/support.ts";
 import { cpuMs } from "./lib/proc-cpu.ts";
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 1_000);
+/** `--profile DIR`: the server runs under `bun --cpu-prof` and writes its profile there when it stops (bench/lib/profile-top.ts reads it) */
+const PROFILE_DIR = process.argv.includes("--profile") ? process.argv[process.argv.indexOf("--profile") + 1] ?? "." : null;
 const RUN: [number, number] = [2_000, 10_000];
 const POLL_MS = 1_000;
 const IN_FLIGHT = 32;
@@ -66,7 +69,7 @@ const port = freePort();
 const server = await spawnServer({
   DATABASE_URL: databaseUrl, REELAY_MODELS_FILE: file, REELAY_PUBLIC_URL: `http://127.0.0.1:${port}`,
   REELAY_SCHEDULER_POLL_MS: "100", REELAY_RATE_RPM: "100000000", REELAY_RATE_VIDEO_CONCURRENCY: String(JOBS * 2), ...KEYS,
-}, { port });
+}, { port, bunArgs: PROFILE_DIR ? ["--cpu-prof", "--cpu-prof-dir", PROFILE_DIR] : [] });
 const sql = postgres(databaseUrl, { max: 2, onnotice: () => {} });
 
 try {

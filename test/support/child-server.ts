@@ -24,10 +24,11 @@ export interface ChildServer {
 /**
  * Defaults: JSON logs at info, no external plugins, no request-rate limit (tests that need one set it).
  * `port`: a port chosen beforehand (a restart on the same port, or a REELAY_PUBLIC_URL set before the spawn).
+ * `bunArgs`: flags for bun itself (a benchmark's `--cpu-prof`; the profile is written when the server exits on SIGTERM).
  */
-export async function spawnServer(env: Record<string, string>, opts: { port?: number } = {}): Promise<ChildServer> {
+export async function spawnServer(env: Record<string, string>, opts: { port?: number; bunArgs?: string[] } = {}): Promise<ChildServer> {
   const port = opts.port ?? freePort();
-  const proc: Subprocess<"ignore", "pipe", "pipe"> = Bun.spawn(["bun", "src/main.ts", "serve"], {
+  const proc: Subprocess<"ignore", "pipe", "pipe"> = Bun.spawn(["bun", ...(opts.bunArgs ?? []), "src/main.ts", "serve"], {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH ?? "",
