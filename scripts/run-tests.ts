@@ -5,9 +5,10 @@
  * One `bun test` process runs its files one after another; most of a file's time is spent waiting
  * (servers starting, Postgres, a spawned CLI, a browser), so on the 2-core CI box three processes
  * finish the suite in well under half the time of one. The files wait in one queue, longest first
- * by their measured duration (test/timings.json, written by `--record`; a file without a figure
- * counts DEFAULT_SECONDS), and each of the shards takes the next batch when its last one ends: a
- * long file alone, short ones together up to BATCH_SECONDS. Dealing them out beforehand left one
+ * by their measured duration (test/timings.json, written by `--record`: each file's wall time in a
+ * process of its own, hooks included; a file without a figure counts DEFAULT_SECONDS), and each of
+ * the shards takes the next batch when its last one ends: a long file alone, short ones together up
+ * to BATCH_SECONDS. Dealing them out beforehand left one
  * shard ~5 minutes behind the others when the machine was slower than when the timings were
  * taken (CI: 1036 s, 1329 s, 1086 s); taking work as it frees up ends the shards within about one
  * batch of each other. Every file stays whole in one process (a file's tests share its beforeAll),
@@ -16,10 +17,10 @@
  *
  *   bun scripts/run-tests.ts                 all files, REELAY_TEST_SHARDS (default 3) at once
  *   bun scripts/run-tests.ts path/ file.ts   only those (directories or files)
- *   bun scripts/run-tests.ts --record        also rewrite test/timings.json from this run
+ *   bun scripts/run-tests.ts --record        every file in a process of its own, and test/timings.json rewritten from their times
  *
- * Each shard's output is printed whole when it ends (interleaved lines from three processes are
- * unreadable); the last lines are bun's own totals (` N pass`, ` N fail`) summed over the shards,
+ * Each batch's output is printed whole when it ends (interleaved lines from three processes are
+ * unreadable); the last lines are bun's own totals (` N pass`, ` N fail`) summed over the batches,
  * which is what .ci/run reads.
  */
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
@@ -28,8 +29,6 @@ import { join, relative } from "node:path";
 const ROOT = join(import.meta.dir, "..");
 const TIMINGS = join(ROOT, "test", "timings.json");
 const DEFAULT_SECONDS = 10;
-/** timings.json holds the sum of a file's test durations; its hooks (servers, browsers) and the process's start come on top */
-const FILE_OVERHEAD_SECONDS = 8;
 const BATCH_SECONDS = 45;
 const TIMEOUT_MS = "60000";
 
@@ -59,7 +58,7 @@ function readTimings(): Record<string, number> {
 
 /** The files in batches, longest first: a file of BATCH_SECONDS or more alone, shorter ones together up to that. */
 function batches(files: string[], timings: Record<string, number>): string[][] {
-  const weight = (f: string) => (timings[f] ?? DEFAULT_SECONDS) + FILE_OVERHEAD_SECONDS;
+  const weight = (f: string) => timings[f] ?? DEFAULT_SECONDS;
   const out: Array<{ files: string[]; seconds: number }> = [];
   let open: { files: string[]; seconds: number } | null = null;
   for (const f of [...files].sort((a, b) => weight(b) - weight(a))) {
@@ -70,7 +69,7 @@ function batches(files: string[], timings: Record<string, number>): string[][] {
   return out.map((b) => b.files);
 }
 
-interface ShardResult {
+interface BatchResult {
   index: number;
   code: number;
   output: string;
@@ -79,9 +78,10 @@ interface ShardResult {
   expects: number;
   tests: number;
   seconds: number;
+  files: string[];
 }
 
-async function runBatch(index: number, files: string[]): Promise<ShardResult> {
+async function runBatch(index: number, files: string[]): Promise<BatchResult> {
   const started = performance.now();
   const proc = Bun.spawn(["bun", "test", "--timeout", TIMEOUT_MS, ...files.map((f) => "./" + f)], {
     cwd: ROOT, stdout: "pipe", stderr: "pipe", env: process.env,
@@ -98,24 +98,8 @@ async function runBatch(index: number, files: string[]): Promise<ShardResult> {
     expects: count(/^\s*(\d+) expect\(\) calls$/m),
     tests: count(/^Ran (\d+) tests?/m),
     seconds: (performance.now() - started) / 1000,
+    files,
   };
-}
-
-/** Seconds per file, from bun's own per-test durations under each `path:` header. */
-function fileDurations(output: string): Record<string, number> {
-  const out: Record<string, number> = {};
-  let file: string | null = null;
-  for (const line of output.split("\n")) {
-    const header = /^(\S+\.(?:test|spec)\.tsx?):$/.exec(line);
-    if (header) {
-      file = header[1]!.replace(/^\.\//, "");
-      out[file] ??= 0;
-      continue;
-    }
-    const t = /^\((?:pass|fail)\) .* \[([\d.]+)(ms|s)\]$/.exec(line);
-    if (file && t) out[file]! += Number(t[1]) / (t[2] === "ms" ? 1000 : 1);
-  }
-  return out;
 }
 
 /** Each failed test's lines as bun printed them (its error and the test's own output before its `(fail)` line), under its file. */
@@ -142,13 +126,14 @@ if (files.length === 0) {
   process.exit(1);
 }
 const timings = readTimings();
-const queue = batches(files, timings);
+// --record: one file per batch, so a batch's wall time is its file's (a soak or a release build in beforeAll included)
+const queue = record ? batches(files, timings).flat().map((f) => [f]) : batches(files, timings);
 const total = Math.round(files.reduce((n, f) => n + (timings[f] ?? DEFAULT_SECONDS), 0));
 const workers = Math.min(shardCount, queue.length);
 console.log(`${files.length} test files (~${total} s measured) in ${queue.length} batches, ${workers} shard(s) at once`);
 
-interface Shard { index: number; results: ShardResult[]; seconds: number }
-const results: ShardResult[] = [];
+interface Shard { index: number; results: BatchResult[]; seconds: number }
+const results: BatchResult[] = [];
 let batchNo = 0;
 const shards: Shard[] = await Promise.all(Array.from({ length: workers }, async (_, index) => {
   const shard: Shard = { index, results: [], seconds: 0 };
@@ -165,10 +150,10 @@ const shards: Shard[] = await Promise.all(Array.from({ length: workers }, async 
 }));
 
 if (record && !only.length) {
-  const measured = Object.assign({}, ...results.map((r) => fileDurations(r.output)));
-  const rounded = Object.fromEntries(Object.entries(measured).sort(([a], [b]) => a.localeCompare(b)).map(([f, s]) => [f, Math.round(s as number * 10) / 10]));
-  writeFileSync(TIMINGS, JSON.stringify(rounded, null, 1) + "\n");
-  console.log(`\ntimings of ${Object.keys(rounded).length} files written to ${relative(ROOT, TIMINGS)}`);
+  const measured = Object.fromEntries(results.map((r) => [r.files[0]!, Math.round(r.seconds * 10) / 10]));
+  const sorted = Object.fromEntries(Object.entries(measured).sort(([a], [b]) => a.localeCompare(b)));
+  writeFileSync(TIMINGS, JSON.stringify(sorted, null, 1) + "\n");
+  console.log(`\ntimings of ${Object.keys(sorted).length} files written to ${relative(ROOT, TIMINGS)}`);
 }
 
 const sum = (k: "pass" | "fail" | "expects" | "tests") => results.reduce((n, r) => n + r[k], 0);
