@@ -221,9 +221,16 @@ describe("failure modes → the client's status", () => {
 
   test("an error event or a reset after output began: stream_interrupted (the client keeps what it got, pays for it)", async () => {
     for (const b of [{ errorEventAfterDeltas: 3 }, { resetAfterDeltas: 3 }]) {
-      fake.behave(b);
+      // the reset waits until the three deltas have arrived here (an RST drops what was not yet read)
+      let arrived!: () => void;
+      fake.behave({ ...b, resetWhen: new Promise<void>((r) => (arrived = r)) });
       const got: ChatStreamEvent[] = [];
-      const err = await failure((async () => { for await (const e of await model().chat!.stream!(req({ stream: true }), testCall())) got.push(e); })());
+      const err = await failure((async () => {
+        for await (const e of await model().chat!.stream!(req({ stream: true }), testCall())) {
+          got.push(e);
+          if (textOf(got.map((g) => g.json!)) === replyText(3)) arrived();
+        }
+      })());
       expect([err.kind, client(err).retryable]).toEqual(["stream_interrupted", false]);
       expect(textOf(got.map((e) => e.json!))).toBe(replyText(3));
     }

@@ -90,6 +90,12 @@ export interface FakeAnthropicBehaviour {
   errorEventType?: string;
   /** streaming: reset the connection after this many content deltas */
   resetAfterDeltas?: number;
+  /**
+   * with resetAfterDeltas: reset once this settles (the test saw the deltas arrive; at most 5 s)
+   * instead of 20 ms after writing them: an RST drops what the client had not read yet, and under
+   * load 20 ms was not always enough (the reset came first and the client saw no output at all)
+   */
+  resetWhen?: Promise<unknown>;
   /** reset the connection before answering anything */
   resetBeforeAnswer?: boolean;
   /** wait before the response headers */
@@ -397,7 +403,8 @@ async function stream(rec: RecordedRequest, res: ServerResponse, answer: Answer,
       return true;
     }
     if (b.resetAfterDeltas === deltas) {
-      await Bun.sleep(20); // let what was written reach the client first
+      // let what was written reach the client first
+      await (b.resetWhen ? Promise.race([b.resetWhen, Bun.sleep(5_000)]) : Bun.sleep(20));
       res.socket?.resetAndDestroy?.() ?? res.destroy();
       return true;
     }

@@ -14,27 +14,28 @@ import { createTestDatabase, dropDatabase } from "../support/harness.ts";
 
 let url: string;
 let database: Database;
-let relay: TCPSocketListener<{ upstream?: Socket<{ client: Socket }>; pending: Uint8Array[] }>;
+interface Relayed { upstream?: Socket<{ client: Socket<Relayed> }>; pending: Uint8Array[] }
+let relay: TCPSocketListener<Relayed>;
 let sentToServer = 0;
 
 beforeAll(async () => {
   url = await createTestDatabase();
   const target = new URL(url);
   // client → relay → PostgreSQL, counting the bytes the client sends
-  relay = Bun.listen<{ upstream?: Socket<{ client: Socket }>; pending: Uint8Array[] }>({
+  relay = Bun.listen<Relayed>({
     hostname: "127.0.0.1",
     port: 0,
     socket: {
       async open(client) {
         client.data = { pending: [] };
-        const upstream = await Bun.connect<{ client: Socket }>({
+        const upstream = await Bun.connect<{ client: Socket<Relayed> }>({
           hostname: target.hostname,
           port: Number(target.port || 5432),
           data: { client },
           socket: {
             data: (s, chunk) => void s.data.client.write(chunk),
-            close: (s) => s.data.client.end(),
-            error: (s) => s.data.client.end(),
+            close: (s) => void s.data.client.end(),
+            error: (s) => void s.data.client.end(),
           },
         });
         client.data.upstream = upstream;
@@ -46,7 +47,7 @@ beforeAll(async () => {
         if (client.data.upstream) client.data.upstream.write(copy);
         else client.data.pending.push(copy);
       },
-      close: (client) => client.data.upstream?.end(),
+      close: (client) => void client.data.upstream?.end(),
     },
   });
   const via = new URL(url);
