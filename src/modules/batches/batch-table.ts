@@ -181,29 +181,62 @@ export async function finishBatch(tx: Tx, id: string, owner: string, f: { status
   return row ? readRow(row) : null;
 }
 
-export async function renewBatchLease(tx: Tx, id: string, owner: string, leaseMs: number): Promise<boolean> {
-  const rows = await query(tx, sql`UPDATE batches SET lease_expires_at = now() + ${leaseMs} * interval '1 millisecond' WHERE id = ${id} AND lease_owner = ${owner} RETURNING id`);
+/**
+ * Extend our lease on a batch while it is in one of `statuses` (validating; finalizing or
+ * cancelling); false: it is not ours any more (another instance claimed it after our lease ran out,
+ * it expired) or it left those statuses (cancelled while validating): the step stops.
+ */
+export async function renewBatchLease(tx: Tx, id: string, owner: string, leaseMs: number, statuses: readonly BatchStatus[]): Promise<boolean> {
+  const rows = await query(tx, sql`
+    UPDATE batches SET lease_expires_at = now() + ${leaseMs} * interval '1 millisecond'
+    WHERE id = ${id} AND lease_owner = ${owner} AND status IN (${sql.join(statuses.map((st) => sql`${st}`), sql`, `)}) RETURNING id`);
   return rows.length > 0;
 }
 
-/** Lines and slices of a batch (validation starting over, or the batch's files written). */
+/**
+ * The batch's row while `owner` validates it, read FOR SHARE: a validation's writes (below) happen
+ * only while its lease is still ours, and a claim by another instance (an UPDATE of that row) waits
+ * for the write in flight, so no write of a validation that lost its lease lands after the claim.
+ */
+const validatedBy = (id: string, owner: string) => sql`mine AS (SELECT id FROM batches WHERE id = ${id} AND lease_owner = ${owner} AND status = 'validating' FOR SHARE)`;
+
+/** A validation (starting over) clears what an earlier try stored; false: the batch is not ours to validate any more. */
+export async function clearValidation(tx: Tx, id: string, owner: string): Promise<boolean> {
+  const [r] = await query<{ ours: boolean }>(tx, sql`
+    WITH ${validatedBy(id, owner)},
+      lines AS (DELETE FROM batch_lines WHERE batch_id IN (SELECT id FROM mine) RETURNING 1),
+      slices AS (DELETE FROM batch_slices WHERE batch_id IN (SELECT id FROM mine) RETURNING 1)
+    SELECT EXISTS (SELECT 1 FROM mine) AS ours`);
+  return r?.ours === true;
+}
+
+/** Lines and slices of a batch (its files written). */
 export async function deleteLines(tx: Tx, batchId: string): Promise<void> {
   await query(tx, sql`DELETE FROM batch_lines WHERE batch_id = ${batchId}`);
   await query(tx, sql`DELETE FROM batch_slices WHERE batch_id = ${batchId}`);
 }
 
-export async function insertLines(tx: Tx, batchId: string, lines: Array<{ line: number; customId: string; body: string }>): Promise<void> {
-  if (lines.length === 0) return;
-  await query(tx, sql`
-    INSERT INTO batch_lines (batch_id, line, custom_id, body)
-    SELECT ${batchId}, x.line, x.custom_id, x.body::jsonb FROM jsonb_to_recordset(${JSON.stringify(lines.map((l) => ({ line: l.line, custom_id: l.customId, body: l.body })))}::jsonb)
-      AS x(line int, custom_id text, body text)`);
+/** Store validated lines; false (nothing stored): the batch is not ours to validate any more. */
+export async function insertLines(tx: Tx, batchId: string, owner: string, lines: Array<{ line: number; customId: string; body: string }>): Promise<boolean> {
+  const [r] = await query<{ ours: boolean }>(tx, sql`
+    WITH ${validatedBy(batchId, owner)}, ins AS (
+      INSERT INTO batch_lines (batch_id, line, custom_id, body)
+      SELECT mine.id, x.line, x.custom_id, x.body::jsonb FROM mine, jsonb_to_recordset(${JSON.stringify(lines.map((l) => ({ line: l.line, custom_id: l.customId, body: l.body })))}::jsonb)
+        AS x(line int, custom_id text, body text)
+      RETURNING 1)
+    SELECT EXISTS (SELECT 1 FROM mine) AS ours`);
+  return r?.ours === true;
 }
 
-export async function insertSlices(tx: Tx, batchId: string, total: number, size: number): Promise<void> {
-  await query(tx, sql`
-    INSERT INTO batch_slices (batch_id, slice, first_line, last_line)
-    SELECT ${batchId}, n, n * ${size}, least((n + 1) * ${size}, ${total}) - 1 FROM generate_series(0, ceil(${total}::numeric / ${size})::int - 1) AS n`);
+/** The batch's slices; false (none made): the batch is not ours to validate any more. */
+export async function insertSlices(tx: Tx, batchId: string, owner: string, total: number, size: number): Promise<boolean> {
+  const [r] = await query<{ ours: boolean }>(tx, sql`
+    WITH ${validatedBy(batchId, owner)}, ins AS (
+      INSERT INTO batch_slices (batch_id, slice, first_line, last_line)
+      SELECT mine.id, n, n * ${size}, least((n + 1) * ${size}, ${total}) - 1 FROM mine, generate_series(0, ceil(${total}::numeric / ${size})::int - 1) AS n
+      RETURNING 1)
+    SELECT EXISTS (SELECT 1 FROM mine) AS ours`);
+  return r?.ours === true;
 }
 
 export interface ClaimedSlice {

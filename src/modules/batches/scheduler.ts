@@ -3,7 +3,8 @@
  * validates one new batch, claims slices of running batches (a lease per slice, FOR UPDATE SKIP
  * LOCKED: instances share a batch without running a line twice; a dead instance's slices come
  * back when their lease runs out) and writes the files of batches whose lines are all done. The
- * slices' leases are renewed on a heartbeat of their own, every lease/3, however long a tick takes.
+ * slices' leases are renewed on a heartbeat of their own, every lease/3, however long a tick takes;
+ * so is the batch's own lease while it is validated or its files are written (holdingLease).
  *
  * At most `slots` = REELAY_BATCH_CONCURRENCY × REELAY_BATCH_SHARE % lines per instance are in
  * their upstream call at once (upstream-places.ts), so live traffic keeps the rest of the
@@ -25,12 +26,13 @@ import type { Principal } from "../../auth/authenticate-key.ts";
 import type { AppDeps } from "../../deps.ts";
 import { randomId } from "../../ids.ts";
 import type { ReasoningSeal } from "../responses/reasoning-seal.ts";
-import { writeFile } from "../files/service.ts";
+import { deleteFile, writeFile } from "../files/service.ts";
+import type { FileRow } from "../files/file-table.ts";
 import {
   batchState, claimBatchToFinalize, findBatch, writeLineResults, claimBatchToValidate, claimSlices, closeSlice, deleteLines, expireOverdue, failBatch, finishBatch, lineCounts, linesPage,
   pendingLines, renewBatchLease, renewSliceLeases, startBatch, type BatchRow, type ClaimedSlice, type PendingLine,
 } from "./batch-table.ts";
-import type { BatchEndpoint } from "./model.ts";
+import type { BatchEndpoint, BatchStatus } from "./model.ts";
 import { revokedLine, runLine, unrunLine, type LineOutcome } from "./run-line.ts";
 import { validateInput } from "./validate.ts";
 import { batchEvent } from "./events.ts";
@@ -138,28 +140,80 @@ export function createBatchScheduler(deps: AppDeps, seal: ReasoningSeal): BatchS
     await closeSlice(db, owner, slice, left === 0);
   }
 
+  /**
+   * Run a long step of batch `b` — its validation (a 50,000-line file read from a slow blob store),
+   * its files — holding the batch's lease: renewed every lease/3 while the step runs, as the
+   * slices' are. A lease that lapsed mid-step let another instance claim the batch and do the step
+   * again (a second validation; a second output file, left in the account's file list). A renewal
+   * that finds the lease gone (claimed by another instance after a stall, the batch expired) or the
+   * batch out of `statuses` (cancelled while validating) aborts `signal`: the step stops and writes
+   * no result (validate.ts's writes and the final transitions are guarded by the lease's owner too).
+   */
+  async function holdingLease<T>(b: BatchRow, statuses: readonly BatchStatus[], step: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const lost = new AbortController();
+    const renewal = every(Math.max(200, Math.floor(leaseMs / 3)), async () => {
+      if (!lost.signal.aborted && !(await renewBatchLease(db, b.id, owner, leaseMs, statuses))) lost.abort();
+    }, (e) => deps.logger.warn({ err: e, batchId: b.id }, "batches: a batch's lease renewal failed; tried again on the next beat"));
+    renewal.start();
+    try {
+      return await step(lost.signal);
+    } finally {
+      await renewal.stop();
+    }
+  }
+
   async function finalize(b: BatchRow): Promise<void> {
     const final = b.expiredAt ? "expired" : b.status === "cancelling" ? "cancelled" : "completed";
     const unrun = final === "expired" ? "batch_expired" : "batch_cancelled";
-    const counts = await lineCounts(db, b.id);
-    const failed = b.total - counts.completed;
-    const file = (ok: boolean, suffix: string) => writeFile(deps, { accountId: b.accountId, filename: `${b.id}_${suffix}.jsonl`, purpose: "batch_output" }, linesOf(b, ok, unrun));
-    const output = counts.completed > 0 ? await file(true, "output") : null;
-    const errors = failed > 0 ? await file(false, "error") : null;
-    const done = await db.transaction(async (tx) => {
-      const row = await finishBatch(tx, b.id, owner, { status: final, outputFileId: output?.id ?? null, errorFileId: errors?.id ?? null, completed: counts.completed, failed });
-      if (row) {
-        await batchEvent(deps, tx, row);
-        await deleteLines(tx, b.id);
+    const written: FileRow[] = [];
+    let finishing = false;
+    let ended: boolean | undefined;
+    try {
+      ended = await holdingLease(b, ["finalizing", "cancelling"], async (signal) => {
+        const counts = await lineCounts(db, b.id);
+        const failed = b.total - counts.completed;
+        const file = async (ok: boolean, suffix: string) => {
+          const f = await writeFile(deps, { accountId: b.accountId, filename: `${b.id}_${suffix}.jsonl`, purpose: "batch_output" }, linesOf(b, ok, unrun, signal));
+          written.push(f);
+          return f;
+        };
+        let output: FileRow | null, errors: FileRow | null;
+        try {
+          output = counts.completed > 0 ? await file(true, "output") : null;
+          errors = failed > 0 ? await file(false, "error") : null;
+        } catch (e) {
+          if (signal.aborted) return false;
+          throw e;
+        }
+        if (signal.aborted) return false;
+        finishing = true;
+        const row = await db.transaction(async (tx) => {
+          const row = await finishBatch(tx, b.id, owner, { status: final, outputFileId: output?.id ?? null, errorFileId: errors?.id ?? null, completed: counts.completed, failed });
+          if (row) {
+            await batchEvent(deps, tx, row);
+            await deleteLines(tx, b.id);
+          }
+          return row;
+        });
+        if (row) deps.logger.info({ batchId: b.id, status: final, completed: counts.completed, failed }, "batches: batch finished");
+        return row !== null;
+      });
+    } finally {
+      // Files no batch names: the finalization lost its lease (the instance that took the batch over
+      // writes its own), its final transition did not take, or it failed before that transition (it
+      // runs again once the lease lapses). A failure in the final transaction may come after its
+      // commit: those files are kept.
+      if (ended === false || (ended === undefined && !finishing)) {
+        if (written.length > 0) deps.logger.info({ batchId: b.id, files: written.map((f) => f.id) }, "batches: a finalization did not end its batch; its files are deleted");
+        for (const f of written) await deleteFile(deps, b.accountId, f.id).catch((err) => deps.logger.warn({ err, batchId: b.id, fileId: f.id }, "batches: could not delete the files of a stopped finalization"));
       }
-      return row;
-    });
-    if (done) deps.logger.info({ batchId: b.id, status: final, completed: counts.completed, failed }, "batches: batch finished");
+    }
   }
 
-  /** the batch's result lines in input order, a page at a time, renewing the batch's lease on the way */
-  async function* linesOf(b: BatchRow, ok: boolean, unrun: "batch_cancelled" | "batch_expired"): AsyncGenerator<string> {
+  /** the batch's result lines in input order, a page at a time; stops (throws) once the batch's lease is lost */
+  async function* linesOf(b: BatchRow, ok: boolean, unrun: "batch_cancelled" | "batch_expired", signal: AbortSignal): AsyncGenerator<string> {
     for (let from = 0; ; ) {
+      signal.throwIfAborted();
       const page = await linesPage(db, b.id, from, PAGE_LINES);
       for (const l of page) {
         if (l.result === null) { if (!ok) yield unrunLine(l.customId, unrun); }
@@ -167,14 +221,15 @@ export function createBatchScheduler(deps: AppDeps, seal: ReasoningSeal): BatchS
       }
       if (page.length < PAGE_LINES) return;
       from = page.at(-1)!.line + 1;
-      await renewBatchLease(db, b.id, owner, leaseMs);
     }
   }
 
   async function validateOne(): Promise<void> {
     const b = await claimBatchToValidate(db, owner, leaseMs);
     if (!b) return;
-    const { errors, total } = await validateInput(deps, b, deps.config.batchSliceLines);
+    const checked = await holdingLease(b, ["validating"], (signal) => validateInput(deps, b, owner, deps.config.batchSliceLines, signal));
+    if (!checked) return void deps.logger.info({ batchId: b.id }, "batches: validation stopped: the batch's lease was lost (another instance validates it), or it was cancelled or expired");
+    const { errors, total } = checked;
     if (errors.length > 0) {
       await db.transaction(async (tx) => {
         if (!(await failBatch(tx, b.id, owner, errors))) return;

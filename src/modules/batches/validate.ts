@@ -3,6 +3,9 @@
  * JSON object {custom_id, method: "POST", url: <the batch's endpoint>, body: {model, …}} with a
  * custom_id used once and a model the batch's key may use for that endpoint. Valid lines are
  * stored (batch_lines) 500 at a time; any invalid one fails the batch with errors naming lines.
+ * Every write is made only while `owner` still holds the batch's lease (batch-table.ts): a
+ * validation that lost it (or whose batch was cancelled or expired meanwhile) stops, and returns
+ * null, without touching what the instance that took the batch over stores.
  */
 import type { Principal } from "../../auth/authenticate-key.ts";
 import type { AppDeps } from "../../deps.ts";
@@ -11,7 +14,7 @@ import { resolveModel } from "../../registry/resolve-model.ts";
 import { readLines } from "../files/file-parts.ts";
 import { fileContent } from "../files/service.ts";
 import { findFile } from "../files/file-table.ts";
-import { deleteLines, insertLines, insertSlices, type BatchRow } from "./batch-table.ts";
+import { clearValidation, insertLines, insertSlices, type BatchRow } from "./batch-table.ts";
 import type { BatchEndpoint } from "./model.ts";
 
 /** OpenAI's limit of requests per batch */
@@ -30,10 +33,15 @@ export interface LineError {
 
 const capabilityOf = (endpoint: BatchEndpoint) => (endpoint === "/v1/embeddings" ? "embeddings" : "chat");
 
-/** Check and store the lines; the errors (empty: valid) and the number of lines. */
-export async function validateInput(deps: AppDeps, b: BatchRow, sliceLines: number): Promise<{ errors: LineError[]; total: number }> {
+/**
+ * Check and store the lines; the errors (empty: valid) and the number of lines, or null: the
+ * batch is not ours to validate any more (`signal` aborted by the lease's heartbeat, or a write
+ * found the lease gone), so nothing may be written about it.
+ */
+export async function validateInput(deps: AppDeps, b: BatchRow, owner: string, sliceLines: number, signal: AbortSignal): Promise<{ errors: LineError[]; total: number } | null> {
   const db = deps.database.db;
-  await deleteLines(db, b.id); // a validation taken over from a dead instance starts over
+  // a validation taken over from a dead (or stalled) instance starts over
+  if (!(await clearValidation(db, b.id, owner))) return null;
   const file = await findFile(db, b.inputFileId, b.accountId);
   if (!file) return { errors: [{ code: "invalid_file", message: `The input file ${b.inputFileId} does not exist any more.`, param: "input_file_id", line: null }], total: 0 };
   const principal = b.principal as unknown as Principal;
@@ -43,6 +51,7 @@ export async function validateInput(deps: AppDeps, b: BatchRow, sliceLines: numb
   let total = 0;
   const fail = (line: number, code: string, message: string, param: string | null) => errors.push({ code, message, param, line: line + 1 });
   for await (const { at, text } of readLines(fileContent(deps, file))) {
+    if (signal.aborted) return null;
     if (errors.length >= MAX_ERRORS) break;
     if (text.trim() === "") continue;
     let entry: unknown;
@@ -74,18 +83,16 @@ export async function validateInput(deps: AppDeps, b: BatchRow, sliceLines: numb
     if (errors.length === 0) {
       pending.push({ line: total, customId: e.custom_id, body: JSON.stringify(body) });
       if (pending.length >= INSERT_ROWS) {
-        await insertLines(db, b.id, pending);
+        if (!(await insertLines(db, b.id, owner, pending))) return null;
         pending = [];
       }
     }
     total++;
   }
   if (errors.length === 0 && total === 0) errors.push({ code: "empty_file", message: "The input file has no requests.", param: "input_file_id", line: null });
-  if (errors.length > 0) {
-    await deleteLines(db, b.id);
-    return { errors, total };
-  }
-  await insertLines(db, b.id, pending);
-  await insertSlices(db, b.id, total, sliceLines);
+  if (signal.aborted) return null;
+  if (errors.length > 0) return (await clearValidation(db, b.id, owner)) ? { errors, total } : null;
+  if (!(await insertLines(db, b.id, owner, pending))) return null;
+  if (!(await insertSlices(db, b.id, owner, total, sliceLines))) return null;
   return { errors, total };
 }
