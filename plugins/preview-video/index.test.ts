@@ -184,12 +184,16 @@ describe("preview-video plugin", () => {
     const second = await model.video!.submit(request({ seed: 9 }), testCall({ signal }));
     await untilDone(model, second.handle);
     const alive = workers();
-    expect({ reused: started.every((t) => alive.has(t)), added: [...alive].filter((t) => !before.has(t) && !started.includes(t)) }).toEqual({ reused: true, added: [] }); // the warm pair, not a new one
+    // the warm pair, not a new one: no thread added, at least two of the first job's still there
+    // (`started` may also hold a thread of an earlier test that appeared meanwhile and has since
+    // closed: CI saw one of them gone, with nothing added)
+    const warm = started.filter((t) => alive.has(t));
+    expect({ warm: warm.length >= 2, added: [...alive].filter((t) => !before.has(t) && !started.includes(t)) }).toEqual({ warm: true, added: [] });
     // the frames worker is the plugin's and closes after idleWorkersMs; the encoder is the host's and
     // stays warm for the next job of any plugin (it closes itself after two idle minutes)
-    const stillOpen = () => started.filter((t) => workers().has(t)).length;
-    for (const end = Date.now() + 10_000; stillOpen() > started.length - 1 && Date.now() < end; ) await Bun.sleep(50);
-    expect(stillOpen()).toBeLessThanOrEqual(started.length - 1);
+    const stillOpen = () => warm.filter((t) => workers().has(t)).length;
+    for (const end = Date.now() + 10_000; stillOpen() > warm.length - 1 && Date.now() < end; ) await Bun.sleep(50);
+    expect(stillOpen()).toBeLessThanOrEqual(warm.length - 1);
     model.close?.();
   }, 30_000);
 });
