@@ -145,7 +145,12 @@ export function claimOrphanJournals(root: string, database: string, alive: (pid:
     if (ours || (holder !== process.pid && alive(holder))) continue;
     if (meta.database !== database) {
       // another database's: replayed by an instance of that database, unless there is nothing to replay
-      if (!readdirSync(dir).some((f) => f.endsWith(".jsonl") && statSync(join(dir, f)).size > 0)) rmSync(dir, { recursive: true, force: true });
+      // (another instance booting beside us may remove it meanwhile: a directory gone is not an error)
+      try {
+        if (!readdirSync(dir).some((f) => f.endsWith(".jsonl") && statSync(join(dir, f)).size > 0)) rmSync(dir, { recursive: true, force: true });
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
+      }
       continue;
     }
     const base = claimer ? name.slice(0, claimer.index) : name;

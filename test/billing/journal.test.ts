@@ -71,3 +71,23 @@ test("a journal that cannot be written reports it and keeps going", () => {
   expect(() => j.landed(1)).not.toThrow();
   expect(() => j.close()).not.toThrow();
 });
+
+test("another database's empty journal removed by an instance booting beside us meanwhile: not an error (CI: a boot failed with ENOENT)", () => {
+  const root = join(tmp.dir, "racing");
+  const dead = 2 ** 22 + 12_346;
+  const theirs = dead + 1;
+  for (const name of ["theirs-empty", "dead-here"]) {
+    mkdirSync(join(root, name), { recursive: true });
+    writeFileSync(join(root, name, "meta.json"), JSON.stringify({ owner: `${name}#x`, pid: name === "theirs-empty" ? theirs : dead, processStart: 1, database: name === "theirs-empty" ? "db2" : "db1" }));
+    writeFileSync(join(root, name, "000001.jsonl"), name === "dead-here" ? JSON.stringify(settlement("req_9")) + "\n" : "");
+  }
+  // the other instance removes the directory between our reading its meta.json and listing it
+  const alive = (pid: number) => {
+    if (pid === theirs) rmSync(join(root, "theirs-empty"), { recursive: true, force: true });
+    return pid === process.pid;
+  };
+  const claimed = claimOrphanJournals(root, "db1", alive);
+  expect(claimed.map((o) => o.settlements.map((s) => s.usage.ref))).toEqual([["req_9"]]);
+  claimed[0]!.done();
+  expect(readdirSync(root)).toEqual([]);
+});
