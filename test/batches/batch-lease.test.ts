@@ -136,16 +136,34 @@ async function leftovers(p: Pair, batchId: string) {
   return { files: files.map((f) => f.id), lines, slices, batch };
 }
 
+/** The input file's read from the blob store (validation) */
+const inputRead = (fileId: string) => new Hold((op, key) => op === "get" && key.startsWith(`files/${fileId}/`));
+/** A file written to the blob store other than the input (finalization's output) */
+const outputWrite = (fileId: string) => new Hold((op, key) => op === "put" && key.startsWith("files/") && !key.startsWith(`files/${fileId}/`));
+
+/** A batch of LINES chat lines created through instance a, both instances' blob stores holding what `holds` make for its input file. */
+async function heldBatch(p: Pair, ...holds: Array<(fileId: string) => Hold>) {
+  fake.reset();
+  fake.behave({ tokens: 2 });
+  const f = await uploadBatchFile(p.c.openai, Array.from({ length: LINES }, (_, i) => chatLine(i)));
+  const made = holds.map((h) => h(f.id));
+  for (const s of [p.a, p.b]) holdBlobs(s.s, made);
+  const batch = await p.c.openai.batches.create({ input_file_id: f.id, endpoint: "/v1/chat/completions", completion_window: "24h" });
+  return { batch, holds: made };
+}
+
+/** The stalled instance's lease ran out and another took the batch: here its lease is taken from it. */
+const takeLease = (p: Pair, batchId: string) => p.sql`UPDATE batches SET lease_owner = 'another-instance', lease_expires_at = now() - interval '1 millisecond' WHERE id = ${batchId}`;
+
+/** Once both instances stopped: one output file (`done`'s), no line or slice left, the batch completed with it. */
+async function expectOnlyOutput(p: Pair, batchId: string, done: { output_file_id?: string | null }) {
+  expect(await leftovers(p, batchId)).toEqual({ files: [done.output_file_id!], lines: 0, slices: 0, batch: { status: "completed", output_file_id: done.output_file_id! } });
+}
+
 test("a validation and a finalization that outlast the lease keep it: the other instance does neither again; one output file, every line once", async () => {
   const p = await twoInstances();
   try {
-    fake.reset();
-    fake.behave({ tokens: 2 });
-    const f = await uploadBatchFile(p.c.openai, Array.from({ length: LINES }, (_, i) => chatLine(i)));
-    const readInput = new Hold((op, key) => op === "get" && key.startsWith(`files/${f.id}/`));
-    const writeOutput = new Hold((op, key) => op === "put" && key.startsWith("files/") && !key.startsWith(`files/${f.id}/`));
-    for (const s of [p.a, p.b]) holdBlobs(s.s, [readInput, writeOutput]);
-    const batch = await p.c.openai.batches.create({ input_file_id: f.id, endpoint: "/v1/chat/completions", completion_window: "24h" });
+    const { batch, holds: [readInput, writeOutput] } = await heldBatch(p, inputRead, outputWrite);
 
     await readInput.reached;
     const validating = await outlastLease(p.sql, batch.id);
@@ -164,8 +182,7 @@ test("a validation and a finalization that outlast the lease keep it: the other 
     const done = await expectExactlyOnce(p, batch.id);
     expect(readInput.calls).toBe(1);
     expect(writeOutput.calls).toBe(1);
-    const left = await leftovers(p, batch.id);
-    expect(left).toEqual({ files: [done.output_file_id!], lines: 0, slices: 0, batch: { status: "completed", output_file_id: done.output_file_id! } });
+    await expectOnlyOutput(p, batch.id, done);
   } finally {
     await p.close();
   }
@@ -174,25 +191,18 @@ test("a validation and a finalization that outlast the lease keep it: the other 
 test("a validation that lost its lease (its instance stalled) stops without writing: the instance that took the batch over validates and runs it, and no line of the stale validation lands", async () => {
   const p = await twoInstances();
   try {
-    fake.reset();
-    fake.behave({ tokens: 2 });
-    const f = await uploadBatchFile(p.c.openai, Array.from({ length: LINES }, (_, i) => chatLine(i)));
-    const readInput = new Hold((op, key) => op === "get" && key.startsWith(`files/${f.id}/`));
-    for (const s of [p.a, p.b]) holdBlobs(s.s, [readInput]);
-    const batch = await p.c.openai.batches.create({ input_file_id: f.id, endpoint: "/v1/chat/completions", completion_window: "24h" });
+    const { batch, holds: [readInput] } = await heldBatch(p, inputRead);
 
     await readInput.reached;
     const stalled = await leaseOf(p.sql, batch.id);
-    // the stalled instance's lease ran out and another took the batch: here its lease is taken from it
-    await p.sql`UPDATE batches SET lease_owner = 'another-instance', lease_expires_at = now() - interval '1 millisecond' WHERE id = ${batch.id}`;
+    await takeLease(p, batch.id);
     // the other instance validates it (its read is the second; the stalled one's is still held) and runs it to the end
     const done = await expectExactlyOnce(p, batch.id);
     expect(readInput.calls).toBe(2);
     expect(stalled.owner).not.toBe("another-instance");
 
     readInput.release(); // the stalled validation goes on: it must find its lease gone and write nothing
-    const left = await leftovers(p, batch.id); // both instances stopped: the stalled validation has ended
-    expect(left).toEqual({ files: [done.output_file_id!], lines: 0, slices: 0, batch: { status: "completed", output_file_id: done.output_file_id! } });
+    await expectOnlyOutput(p, batch.id, done); // both instances stopped: the stalled validation has ended
   } finally {
     await p.close();
   }
@@ -201,21 +211,15 @@ test("a validation that lost its lease (its instance stalled) stops without writ
 test("a finalization that lost its lease deletes the file it wrote: the instance that took the batch over writes the only output file", async () => {
   const p = await twoInstances();
   try {
-    fake.reset();
-    fake.behave({ tokens: 2 });
-    const f = await uploadBatchFile(p.c.openai, Array.from({ length: LINES }, (_, i) => chatLine(i)));
-    const writeOutput = new Hold((op, key) => op === "put" && key.startsWith("files/") && !key.startsWith(`files/${f.id}/`));
-    for (const s of [p.a, p.b]) holdBlobs(s.s, [writeOutput]);
-    const batch = await p.c.openai.batches.create({ input_file_id: f.id, endpoint: "/v1/chat/completions", completion_window: "24h" });
+    const { batch, holds: [writeOutput] } = await heldBatch(p, outputWrite);
 
     await writeOutput.reached;
-    await p.sql`UPDATE batches SET lease_owner = 'another-instance', lease_expires_at = now() - interval '1 millisecond' WHERE id = ${batch.id}`;
+    await takeLease(p, batch.id);
     const done = await expectExactlyOnce(p, batch.id);
     expect(writeOutput.calls).toBe(2);
 
     writeOutput.release(); // the stalled finalization's file is written, then found nobody's and deleted
-    const left = await leftovers(p, batch.id);
-    expect(left).toEqual({ files: [done.output_file_id!], lines: 0, slices: 0, batch: { status: "completed", output_file_id: done.output_file_id! } });
+    await expectOnlyOutput(p, batch.id, done);
   } finally {
     await p.close();
   }
