@@ -21,6 +21,7 @@ import { buildModels } from "./registry/build-models.ts";
 import { upstreamReport } from "./registry/upstream-report.ts";
 import type { ModelRegistry } from "./registry/model-registry.ts";
 import { lockDataDir } from "./db/data-dir-lock.ts";
+import { untilDatabaseAnswers } from "./db/unavailable.ts";
 import { noOps, type OpsParts } from "./ops/hooks.ts";
 import { createOps, type Ops } from "./ops/index.ts";
 import { createBlobStores } from "./blob-store/index.ts";
@@ -65,7 +66,14 @@ export async function openAndMigrate(config: Config, logger: Logger) {
   const unlock = config.databaseUrl ? () => {} : lockDataDir(config.dataDir);
   const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: config.dbPoolSize });
   if (database.seeded) logger.info({ dataDir: config.dataDir }, "new PGlite data dir unpacked from the embedded seed");
-  const applied = await migrate(database.db);
+  let applied: string[];
+  try {
+    applied = await untilDatabaseAnswers("migrations", config.dbBootWaitMs, () => migrate(database.db), logger);
+  } catch (e) {
+    await database.close();
+    unlock();
+    throw e;
+  }
   if (applied.length) logger.info({ applied, database: database.kind }, "migrations applied");
   const close = database.close;
   database.close = async () => {
@@ -108,7 +116,7 @@ export async function buildDeps(config: Config, logger: Logger = createLogger(co
     const jobWatcher = createJobWatcher({ database, logger }, { fallbackMs: 2_000, pingMs: 15_000 });
     for (const p of config.plans) for (const m of Object.keys(p.models)) if (!registry.get(m)) throw new ConfigError(`plans.${p.id}.models.${m}`, "no such model is served");
     const plans = new PlanBook(database.db, config.plans.map((p) => ({ ...p, source: "file" as const })));
-    await plans.refresh();
+    await untilDatabaseAnswers("price plans", config.dbBootWaitMs, () => plans.refresh(), logger);
     const billing = new CreditEngine({ db: database.db, logger, config: config.billing, holdTtlMs: config.holdTtlMs, instanceId: config.instanceId, dataDir: config.dataDir, plans, clock });
     const blobs = createBlobStores(config.blobStore, database.db);
     const thumbnails = createThumbnails();
@@ -148,7 +156,9 @@ export async function startServer(config: Config, opts: { logger?: Logger; liste
     ops = await createOps(config, logger);
     ops.watchUpstreams(() => upstreamReport(registry));
     deps = await buildDeps(config, logger, ops, registry, opts.clock);
-    await deps.billing.start(); // replays settlements a killed process left in its journal, before serving
+    // replays settlements a killed process left in its journal, before serving (a failed replay is
+    // kept for the next start: only its first query, the database's identity, can throw)
+    await untilDatabaseAnswers("settlement journal", config.dbBootWaitMs, () => deps.billing.start(), logger);
   } catch (e) {
     gate.fail(e);
     await server?.stop(true);

@@ -67,6 +67,8 @@ export interface Config {
   databaseUrl: string | null;
   /** PostgreSQL connections this instance may open at most (its pool); the sum over instances must stay under the server's max_connections */
   dbPoolSize: number;
+  /** at boot, how long reelay tries again while the database cannot be reached before it exits */
+  dbBootWaitMs: number;
   dataDir: string;
   redisUrl: string | null;
   adminToken: string | null;
@@ -247,6 +249,7 @@ export function loadConfig(env: Env = process.env): Config {
     port: int(env, "PORT", 8080, 0, 65535),
     databaseUrl,
     dbPoolSize: int(env, "REELAY_DB_POOL_SIZE", 20, 2, 1_000),
+    dbBootWaitMs: int(env, "REELAY_DB_BOOT_WAIT_SECONDS", 30, 0, 3_600) * 1000,
     dataDir: resolve(str(env, "REELAY_DATA_DIR") ?? "./data"),
     redisUrl,
     adminToken,

@@ -5,6 +5,8 @@
  * scheduler) keeps its work to retry later instead of dropping it.
  */
 
+import type { Logger } from "../logger.ts";
+
 /** postgres.js connection failures and the socket errors beneath them */
 const CONNECTION_CODES = new Set([
   "CONNECTION_CLOSED", "CONNECTION_ENDED", "CONNECTION_DESTROYED", "CONNECT_TIMEOUT",
@@ -26,4 +28,27 @@ export function isDatabaseUnavailable(err: unknown): boolean {
     if (CONNECTION_CODES.has(code) || UNAVAILABLE_SQLSTATES.has(code) || code.startsWith("08")) return true;
   }
   return false;
+}
+
+/**
+ * A boot step that needs the database, tried again while the database cannot be reached — a
+ * PostgreSQL starting beside reelay (compose, a pod's sidecar) or one too loaded to finish a
+ * connection's startup within connect_timeout (a boot on a busy 2-core machine exited with
+ * CONNECT_TIMEOUT) — until `waitMs` has passed. Any other error is thrown at once; the last
+ * unavailable one is thrown when the wait is over. Every step given here may run again: it wrote
+ * nothing, or it is idempotent (migrations run in a transaction under a lock).
+ */
+export async function untilDatabaseAnswers<T>(what: string, waitMs: number, step: () => Promise<T>, logger: Pick<Logger, "warn">): Promise<T> {
+  const until = performance.now() + waitMs;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await step();
+    } catch (e) {
+      const left = until - performance.now();
+      if (!isDatabaseUnavailable(e) || left <= 0) throw e;
+      const pauseMs = Math.min(250 * 2 ** attempt, 2_000, left);
+      logger.warn({ err: e, what, attempt: attempt + 1, retryInMs: Math.round(pauseMs) }, "the database cannot be reached yet; trying again");
+      await Bun.sleep(pauseMs);
+    }
+  }
 }
