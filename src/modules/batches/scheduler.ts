@@ -26,7 +26,7 @@ import type { Principal } from "../../auth/authenticate-key.ts";
 import type { AppDeps } from "../../deps.ts";
 import { randomId } from "../../ids.ts";
 import type { ReasoningSeal } from "../responses/reasoning-seal.ts";
-import { deleteFile, deleteUnnamedBatchFiles, writeFile } from "../files/service.ts";
+import { deleteFile, deleteUnnamedBatchFiles, FileWriteTaken, writeFile } from "../files/service.ts";
 import type { FileRow } from "../files/file-table.ts";
 import {
   batchState, claimBatchToFinalize, findBatch, writeLineResults, claimBatchToValidate, claimSlices, closeSlice, deleteLines, expireOverdue, failBatch, finishBatch, lineCounts, linesPage,
@@ -186,7 +186,8 @@ export function createBatchScheduler(deps: AppDeps, seal: ReasoningSeal): BatchS
           output = counts.completed > 0 ? await file(true, "output") : null;
           errors = failed > 0 ? await file(false, "error") : null;
         } catch (e) {
-          if (signal.aborted) return false;
+          // FileWriteTaken: the finalization that took the batch over deleted this one's files (its lease is gone, the renewal has not seen it yet)
+          if (signal.aborted || e instanceof FileWriteTaken) return false;
           throw e;
         }
         if (signal.aborted) return false;

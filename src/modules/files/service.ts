@@ -38,6 +38,13 @@ export interface FileDeps {
  */
 export const UPLOAD_IDLE_MS = 10 * 60_000;
 
+/** A write whose row was taken for deletion under it (the sweeper found it idle; a later finalization of its batch took over): it stopped and deleted its parts. */
+export class FileWriteTaken extends Error {
+  constructor(id: string) {
+    super(`file ${id}: its row was taken for deletion while it was written`);
+  }
+}
+
 export const fileNotFound = (id: string) => notFound(`No such File object: ${quoted(id)}`, "file_not_found", "file_id");
 
 export function fileObject(f: FileRow) {
@@ -126,7 +133,7 @@ function partLog(deps: FileDeps, id: string, blobStore: string, row: () => { acc
     if (!inserted) {
       await insertUploading(deps.database.db, { ...row(), id, blobStore, parts, expiresAt: new Date(Date.now() + deps.config.filesTtlMs) });
       inserted = true;
-    } else if (!(await touchUploading(deps.database.db, id, parts))) throw new Error(`file ${id}: its row was taken for deletion while it was written`);
+    } else if (!(await touchUploading(deps.database.db, id, parts))) throw new FileWriteTaken(id);
   };
 }
 
@@ -136,7 +143,7 @@ async function finish(deps: FileDeps, writer: PartWriter, f: { id: string; accou
   const expiresAt = new Date(Date.now() + deps.config.filesTtlMs);
   if (parts === 0) return insertFile(deps.database.db, { ...f, bytes, parts, expiresAt });
   const row = await finishUploading(deps.database.db, f.id, { filename: f.filename, purpose: f.purpose, bytes, parts, expiresAt });
-  if (!row) throw new Error(`file ${f.id}: its row was taken for deletion while it was written`);
+  if (!row) throw new FileWriteTaken(f.id);
   return row;
 }
 
