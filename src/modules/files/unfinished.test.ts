@@ -137,3 +137,18 @@ test("a server killed (kill -9) mid-upload: the file is never visible; the sweep
     await child?.kill9();
   }
 }, 90_000);
+
+test("a file the previous release wrote (its INSERT names none of migration 0019's columns) is a complete file: listed, read, deleted", async () => {
+  const owner = await s.newClient();
+  const id = "file-previousrelease000000001";
+  await s.deps.blobs.current.put(partKey(id, 0), new TextEncoder().encode("old bytes"), { contentType: "application/octet-stream" });
+  // the previous release's insertFile, word for word
+  await sql`INSERT INTO files (id, account_id, filename, purpose, bytes, parts, blob_store, expires_at)
+    VALUES (${id}, ${owner.accountId}, 'old.txt', 'user_data', 9, 1, ${s.deps.blobs.current.name}, now() + interval '1 day')`;
+  const get = (path: string, method = "GET") => fetch(s.url + path, { method, headers: { authorization: `Bearer ${owner.key}` } });
+  expect(((await (await get("/v1/files")).json()) as any).data.map((f: any) => [f.id, f.status, f.bytes])).toEqual([[id, "processed", 9]]);
+  expect(await (await get(`/v1/files/${id}/content`)).text()).toBe("old bytes");
+  expect(await sweepStaleUploads(s.deps, 0)).toBe(0); // a complete file is never the dead-upload sweep's
+  expect((await get(`/v1/files/${id}`, "DELETE")).status).toBe(200);
+  expect(await s.deps.blobs.current.head(partKey(id, 0))).toBeNull();
+});
