@@ -112,15 +112,17 @@ export async function listFiles(tx: Tx, f: { accountId: string; purpose?: string
   return rows.map(readRow);
 }
 
-export async function deleteFileRow(tx: Tx, id: string, accountId: string): Promise<FileRow | null> {
-  const [row] = await query(tx, sql`DELETE FROM files WHERE id = ${id} AND account_id = ${accountId} AND status = 'processed' RETURNING ${COLUMNS}`);
+/** The account's complete file, taken for deletion ("deleting": invisible from now on; the caller deletes its parts, then its row). */
+export async function takeFileToDelete(tx: Tx, id: string, accountId: string): Promise<FileRow | null> {
+  const [row] = await query(tx, sql`UPDATE files SET status = 'deleting' WHERE id = ${id} AND account_id = ${accountId} AND status = 'processed' RETURNING ${COLUMNS}`);
   return row ? readRow(row) : null;
 }
 
-/** Expired complete files, removed from the table (their parts are the caller's to delete); unfinished rows are takeStaleUploads'. */
+/** Expired complete files, taken for deletion ("deleting"; the caller deletes their parts, then their rows); unfinished rows are takeStaleUploads'. */
 export async function takeExpiredFiles(tx: Tx, limit: number): Promise<FileRow[]> {
   const rows = await query(tx, sql`
-    DELETE FROM files WHERE id IN (SELECT id FROM files WHERE expires_at <= now() AND status = 'processed' ORDER BY expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED)
+    UPDATE files SET status = 'deleting'
+    WHERE id IN (SELECT id FROM files WHERE expires_at <= now() AND status = 'processed' ORDER BY expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED)
     RETURNING ${COLUMNS}`);
   return rows.map(readRow);
 }

@@ -18,7 +18,7 @@ import { randomId } from "../../ids.ts";
 import type { Logger } from "../../logger.ts";
 import { deleteParts, PartWriter, readParts, type PartLog } from "./file-parts.ts";
 import {
-  deleteFileRow, deleteFileRows, findFile, finishUploading, insertFile, insertUploading, takeExpiredFiles, takeStaleUploads, takeUnnamedBatchFiles, touchUploading, type FileRow,
+  deleteFileRows, findFile, finishUploading, insertFile, insertUploading, takeExpiredFiles, takeFileToDelete, takeStaleUploads, takeUnnamedBatchFiles, touchUploading, type FileRow,
 } from "./file-table.ts";
 import { FILE_PURPOSES } from "./model.ts";
 import { boundaryOf, readMultipart } from "./multipart-stream.ts";
@@ -169,19 +169,19 @@ export function fileContent(deps: FileDeps, f: FileRow): ReadableStream<Uint8Arr
   return readParts(store, f.id, f.parts);
 }
 
+/** The row is taken ("deleting": a 404 from now on), then the parts and the row deleted: a kill in between leaves the row for the sweeper, not parts no row names. */
 export async function deleteFile(deps: FileDeps, accountId: string, id: string): Promise<void> {
-  const f = await deleteFileRow(deps.database.db, id, accountId);
+  const f = await takeFileToDelete(deps.database.db, id, accountId);
   if (!f) throw fileNotFound(id);
-  await dropParts(deps, f);
+  await deleteTaken(deps, [f]);
 }
 
-/** Delete expired files (rows, then parts); returns how many. */
+/** Delete expired files (parts, then rows); returns how many. */
 export async function sweepExpiredFiles(deps: FileDeps): Promise<number> {
   let n = 0;
   for (;;) {
     const gone = await takeExpiredFiles(deps.database.db, 100);
-    for (const f of gone) await dropParts(deps, f);
-    n += gone.length;
+    n += await deleteTaken(deps, gone);
     if (gone.length < 100) return n;
   }
 }
@@ -211,7 +211,10 @@ export async function deleteUnnamedBatchFiles(deps: FileDeps, batchId: string, l
   return taken;
 }
 
-/** Rows marked "deleting": parts first, then the row; a row whose parts could not be deleted stays, for the sweeper. */
+/**
+ * Rows marked "deleting": parts first, then the row; a row whose parts could not be deleted stays
+ * "deleting" (invisible), for the dead-upload sweep to take again once idle.
+ */
 async function deleteTaken(deps: FileDeps, rows: FileRow[]): Promise<number> {
   const done: string[] = [];
   for (const f of rows) {
@@ -221,16 +224,11 @@ async function deleteTaken(deps: FileDeps, rows: FileRow[]): Promise<number> {
       await deleteParts(store, f.id, f.parts);
       done.push(f.id);
     } catch (err) {
-      deps.logger.warn({ err, fileId: f.id }, "files: could not delete an unfinished file's parts; tried again by the sweeper");
+      deps.logger.warn({ err, fileId: f.id }, "files: could not delete a file's parts; its row stays, for the sweeper");
     }
   }
   await deleteFileRows(deps.database.db, done);
   return done.length;
-}
-
-async function dropParts(deps: FileDeps, f: FileRow) {
-  const store = deps.blobs.byName(f.blobStore);
-  if (store) await deleteParts(store, f.id, f.parts).catch((err) => deps.logger.warn({ err, fileId: f.id }, "files: could not delete a deleted file's parts"));
 }
 
 /** a filename as shown back: its last path segment, control characters out, at most 255 characters */

@@ -14,7 +14,7 @@ import postgres from "postgres";
 import { spawnServer, type ChildServer } from "../../../test/support/child-server.ts";
 import { startTestServer, type TestServer } from "../../../test/support/harness.ts";
 import { FILE_PART_BYTES, partKey } from "./file-parts.ts";
-import { sweepStaleUploads, UPLOAD_IDLE_MS } from "./service.ts";
+import { sweepExpiredFiles, sweepStaleUploads, UPLOAD_IDLE_MS } from "./service.ts";
 
 let s: TestServer;
 let sql: postgres.Sql;
@@ -151,4 +151,24 @@ test("a file the previous release wrote (its INSERT names none of migration 0019
   expect(await sweepStaleUploads(s.deps, 0)).toBe(0); // a complete file is never the dead-upload sweep's
   expect((await get(`/v1/files/${id}`, "DELETE")).status).toBe(200);
   expect(await s.deps.blobs.current.head(partKey(id, 0))).toBeNull();
+});
+
+test("a deletion cut off between taking the row and deleting the parts (a kill -9 in the expiry sweep or a DELETE) leaves a row the dead-upload sweep finishes", async () => {
+  const owner = await s.newClient();
+  const put = async (id: string) => {
+    await s.deps.blobs.current.put(partKey(id, 0), new TextEncoder().encode("x"), { contentType: "application/octet-stream" });
+    await sql`INSERT INTO files (id, account_id, filename, purpose, bytes, parts, blob_store, expires_at, created_at, updated_at)
+      VALUES (${id}, ${owner.accountId}, 'a.txt', 'user_data', 1, 1, ${s.deps.blobs.current.name}, now() - interval '1 second', now() - interval '30 days', now() - interval '30 days')`;
+  };
+  // expired: the expiry sweep takes the row, deletes the part, then the row
+  await put("file-expired00000000000000001");
+  expect(await sweepExpiredFiles(s.deps)).toBe(1);
+  expect(await s.deps.blobs.current.head(partKey("file-expired00000000000000001", 0))).toBeNull();
+  // the same, killed after the row was taken: the row stays "deleting" (invisible), then the dead-upload sweep deletes part and row
+  await put("file-expired00000000000000002");
+  await sql`UPDATE files SET status = 'deleting' WHERE id = 'file-expired00000000000000002'`;
+  expect((await fetch(`${s.url}/v1/files/file-expired00000000000000002`, { headers: { authorization: `Bearer ${owner.key}` } })).status).toBe(404);
+  expect(await sweepStaleUploads(s.deps)).toBe(1);
+  expect(await s.deps.blobs.current.head(partKey("file-expired00000000000000002", 0))).toBeNull();
+  expect((await rowsOf(owner.accountId)).length).toBe(0);
 });
