@@ -40,6 +40,8 @@ import m0016 from "../../drizzle/0016_video_bytes_trigger_depth.sql" with { type
 import m0017 from "../../drizzle/0017_batch_trace_context.sql" with { type: "text" };
 // @ts-ignore: text import
 import m0018 from "../../drizzle/0018_usage_minute_rollups.sql" with { type: "text" };
+// @ts-ignore: text import
+import m0019 from "../../drizzle/0019_file_upload_state.sql" with { type: "text" };
 
 export const MIGRATIONS: Array<{ name: string; sql: string }> = [
   { name: "0000_init", sql: m0000 as unknown as string },
@@ -61,6 +63,7 @@ export const MIGRATIONS: Array<{ name: string; sql: string }> = [
   { name: "0016_video_bytes_trigger_depth", sql: m0016 as unknown as string },
   { name: "0017_batch_trace_context", sql: m0017 as unknown as string },
   { name: "0018_usage_minute_rollups", sql: m0018 as unknown as string },
+  { name: "0019_file_upload_state", sql: m0019 as unknown as string },
 ];
 
 export function splitStatements(sqlText: string): string[] {

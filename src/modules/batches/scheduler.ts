@@ -26,7 +26,7 @@ import type { Principal } from "../../auth/authenticate-key.ts";
 import type { AppDeps } from "../../deps.ts";
 import { randomId } from "../../ids.ts";
 import type { ReasoningSeal } from "../responses/reasoning-seal.ts";
-import { deleteFile, writeFile } from "../files/service.ts";
+import { deleteFile, deleteUnnamedBatchFiles, FileWriteTaken, writeFile } from "../files/service.ts";
 import type { FileRow } from "../files/file-table.ts";
 import {
   batchState, claimBatchToFinalize, findBatch, writeLineResults, claimBatchToValidate, claimSlices, closeSlice, deleteLines, expireOverdue, failBatch, finishBatch, lineCounts, linesPage,
@@ -170,10 +170,14 @@ export function createBatchScheduler(deps: AppDeps, seal: ReasoningSeal): BatchS
     let ended: boolean | undefined;
     try {
       ended = await holdingLease(b, ["finalizing", "cancelling"], async (signal) => {
+        // an earlier finalization of this batch killed before its final transition left files naming
+        // the batch that the batch does not name (complete, or half-written): gone before ours are written
+        const left = await deleteUnnamedBatchFiles(deps, b.id, owner);
+        if (left.length > 0) deps.logger.info({ batchId: b.id, files: left.map((f) => f.id) }, "batches: deleted the files of an earlier finalization that did not end the batch");
         const counts = await lineCounts(db, b.id);
         const failed = b.total - counts.completed;
         const file = async (ok: boolean, suffix: string) => {
-          const f = await writeFile(deps, { accountId: b.accountId, filename: `${b.id}_${suffix}.jsonl`, purpose: "batch_output" }, linesOf(b, ok, unrun, signal));
+          const f = await writeFile(deps, { accountId: b.accountId, filename: `${b.id}_${suffix}.jsonl`, purpose: "batch_output", batchId: b.id }, linesOf(b, ok, unrun, signal));
           written.push(f);
           return f;
         };
@@ -182,7 +186,8 @@ export function createBatchScheduler(deps: AppDeps, seal: ReasoningSeal): BatchS
           output = counts.completed > 0 ? await file(true, "output") : null;
           errors = failed > 0 ? await file(false, "error") : null;
         } catch (e) {
-          if (signal.aborted) return false;
+          // FileWriteTaken: the finalization that took the batch over deleted this one's files (its lease is gone, the renewal has not seen it yet)
+          if (signal.aborted || e instanceof FileWriteTaken) return false;
           throw e;
         }
         if (signal.aborted) return false;

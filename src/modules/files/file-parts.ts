@@ -11,20 +11,32 @@ export const FILE_PART_BYTES = 4 * 1024 * 1024;
 
 export const partKey = (fileId: string, n: number) => `files/${fileId}/${String(n).padStart(6, "0")}`;
 
+/** a writer past its first part records itself at least this often while bytes arrive (the sweeper takes rows idle for UPLOAD_IDLE_MS) */
+export const PART_LOG_MS = 60_000;
+
+/**
+ * Records the writer's part count (where a kill -9 would leave parts): called with the count a
+ * part makes *before* that part is put — so the record always covers every part that may exist
+ * — and, past the first part, at least every PART_LOG_MS while bytes arrive. Throws to stop the write.
+ */
+export type PartLog = (parts: number) => Promise<void>;
+
 /** Collects bytes into parts and puts each full one; `finish` puts the last. */
 export class PartWriter {
   private chunks: Uint8Array[] = [];
   private buffered = 0;
+  private loggedAt = 0;
   bytes = 0;
   parts = 0;
 
-  constructor(private readonly store: BlobStore, private readonly fileId: string, private readonly contentType = "application/octet-stream") {}
+  constructor(private readonly store: BlobStore, private readonly fileId: string, private readonly contentType = "application/octet-stream", private readonly log?: PartLog) {}
 
   async write(chunk: Uint8Array): Promise<void> {
     this.chunks.push(chunk);
     this.buffered += chunk.byteLength;
     this.bytes += chunk.byteLength;
     if (this.buffered >= FILE_PART_BYTES) await this.flush();
+    else if (this.log && this.parts > 0 && Date.now() - this.loggedAt >= PART_LOG_MS) await this.record(this.parts);
   }
 
   async finish(): Promise<{ bytes: number; parts: number }> {
@@ -32,9 +44,9 @@ export class PartWriter {
     return { bytes: this.bytes, parts: this.parts };
   }
 
-  /** Delete what was put so far (an upload refused half-way). */
+  /** Delete what was put so far (an upload refused half-way), and the part whose put may have failed half-way. */
   async abandon(): Promise<void> {
-    await deleteParts(this.store, this.fileId, this.parts);
+    await deleteParts(this.store, this.fileId, this.parts + 1);
   }
 
   private async flush() {
@@ -46,8 +58,14 @@ export class PartWriter {
     }
     this.chunks = [];
     this.buffered = 0;
+    if (this.log) await this.record(this.parts + 1);
     await this.store.put(partKey(this.fileId, this.parts), part, { contentType: this.contentType });
     this.parts++;
+  }
+
+  private async record(parts: number) {
+    await this.log!(parts);
+    this.loggedAt = Date.now();
   }
 }
 

@@ -10,7 +10,7 @@ import { authErrors, ErrorEnvelope } from "../../http/schemas.ts";
 import { requireKey } from "../../http/require-key.ts";
 import { listFiles } from "./file-table.ts";
 import { FileDeleted, FileList, FileListQuery, FileObject } from "./model.ts";
-import { deleteFile, fileContent, fileObject, getFile, sweepExpiredFiles, uploadFile } from "./service.ts";
+import { deleteFile, fileContent, fileObject, getFile, sweepExpiredFiles, sweepStaleUploads, uploadFile } from "./service.ts";
 
 /** POST /v1/files takes bodies up to REELAY_FILES_MAX_BYTES, not REELAY_MAX_BODY_BYTES (app.ts skips its check for it) */
 export const isFileUpload = (request: Request) => request.method === "POST" && new URL(request.url).pathname.replace(/\/+$/, "") === "/v1/files";
@@ -80,7 +80,12 @@ export const fileRoutes = (deps: AppDeps) =>
       },
     );
 
-/** Deletes expired files (row and parts) every minute. */
+/** Every minute: deletes expired files, and files a dead instance left half-written (not touched for UPLOAD_IDLE_MS) — rows and parts. */
 export function fileBackgroundTasks(deps: AppDeps): BackgroundTask[] {
-  return [every(60_000, () => sweepExpiredFiles(deps), (e) => deps.logger.warn({ err: e }, "files: the expiry sweep failed"))];
+  return [
+    every(60_000, async () => {
+      await sweepExpiredFiles(deps);
+      await sweepStaleUploads(deps);
+    }, (e) => deps.logger.warn({ err: e }, "files: the expiry or dead-upload sweep failed")),
+  ];
 }
