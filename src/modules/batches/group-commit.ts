@@ -6,11 +6,6 @@
  * of 200 lines with a savepoint and statements per line held it for ~200 round trips, and a live
  * request of the same account waited behind it (a 1.2 s live p99 during a batch).
  *
- * Up to `parallel` groups are written at once: each writer takes what queued while it wrote, so
- * while one group waits for its statements and commit, the next is already on its way instead of
- * queueing behind it. An item is resolved when its own group commits (a later group may commit
- * first).
- *
  * When a group's write fails as a whole (a constraint, a deadlock), each of its items is written
  * again on its own, so one bad line does not fail the others.
  */
@@ -24,27 +19,20 @@ interface Pending<I> {
 
 export class GroupCommit<I> {
   private queue: Array<Pending<I>> = [];
-  private writers = 0;
+  private flushing = false;
 
-  private readonly maxGroup: number;
-  private readonly parallel: number;
-
-  /** `maxGroup`: items in one group (200); `parallel`: groups written at once (1) */
-  constructor(private readonly write: Write<I>, options: { maxGroup?: number; parallel?: number } = {}) {
-    this.maxGroup = options.maxGroup ?? 200;
-    this.parallel = options.parallel ?? 1;
-  }
+  constructor(private readonly write: Write<I>, private readonly maxGroup = 200) {}
 
   /** Write `item` with the next group; resolves when it is committed. */
   add(item: I): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       this.queue.push({ item, resolve, reject });
-      if (this.writers < this.parallel) void this.writer();
+      if (!this.flushing) void this.flush();
     });
   }
 
-  private async writer(): Promise<void> {
-    this.writers++;
+  private async flush(): Promise<void> {
+    this.flushing = true;
     try {
       while (this.queue.length > 0) {
         const group = this.queue.splice(0, this.maxGroup);
@@ -57,7 +45,7 @@ export class GroupCommit<I> {
         }
       }
     } finally {
-      this.writers--;
+      this.flushing = false;
     }
   }
 }

@@ -40,17 +40,6 @@ import { batchEvent } from "./events.ts";
 /** a running slice re-reads its batch's status this often (a cancel takes effect within it, for lines not yet started) */
 const STATUS_CHECK_MS = 200;
 const PAGE_LINES = 1000;
-/**
- * Result groups written at once. With one, the lines past their hold sat at their 4 × slots bound
- * ~90 % of the time (sampled every 20 ms) waiting for the one group in flight, and the upstream
- * places were empty ~60 % of it. Two overlap one group's UPDATE of the lines with the other's
- * settlement and commit; more queue on the account's row lock (settleBatch) and only make the
- * groups smaller (bench: 3 and 4 did no better than 2). Two groups take their locks in the same
- * order — batches and keys FOR SHARE, their own lines and holds, then accounts and budget windows
- * by id — so they wait for each other, never deadlock; a group that fails anyway is written again
- * line by line, each line charged once (its usage ref, its result only where still NULL).
- */
-const RESULT_GROUPS_AT_ONCE = 2;
 
 export interface BatchScheduler extends BackgroundTask {
   /** lines in their upstream call now on this instance */
@@ -91,10 +80,16 @@ export function createBatchScheduler(deps: AppDeps, seal: ReasoningSeal): BatchS
   const holds = new LineHolds(db);
 
   /**
-   * Lines' results and their charges, a group in one transaction of two statements, two groups at
-   * once (group-commit.ts, RESULT_GROUPS_AT_ONCE): a line's result and its charge are written both or neither; a settlement whose line was not
+   * Lines' results and their charges, a group in one transaction of two statements (group-commit.ts):
+   * a line's result and its charge are written both or neither; a settlement whose line was not
    * written (its batch stopped, another instance wrote it, or its key was revoked: the line then
    * fails with key_revoked when its slice runs again) only gives its hold back.
+   *
+   * One group at a time. Two at once (their locks taken in one order, so no deadlock) did not
+   * measure better: 6 alternated bench runs each, median chat 570 → 522 lines/s, embeddings 716 →
+   * 584 (docs/benchmarks.md#batches). The groups' settlements queue on the account's row lock,
+   * held from settleBatch's account step to the commit; a second writer only made the groups
+   * smaller (~31 → ~20 lines).
    */
   const results = new GroupCommit<{ batchId: string; line: PendingLine; out: LineOutcome; abandon: boolean }>((group) =>
     db.transaction(async (tx) => {
@@ -107,7 +102,6 @@ export function createBatchScheduler(deps: AppDeps, seal: ReasoningSeal): BatchS
       const settlements = group.flatMap((g) => (wrote.has(`${g.batchId}/${g.line.line}`) ? g.out.settlements : g.out.settlements.map((x) => unwritten(x, g.abandon ? "batch_line_interrupted" : causes.get(g.batchId)!))));
       if (settlements.length > 0) await settleBatch(tx, settlements);
     }),
-    { parallel: RESULT_GROUPS_AT_ONCE },
   );
 
   /**
