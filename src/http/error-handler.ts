@@ -67,6 +67,12 @@ function classify(ctx: ErrorContext, methodsFor: (path: string) => string[], log
     return new ApiError(404, "not_found_error", `Unknown route: ${method} ${path}`, { code: "unknown_route" });
   }
   if ((error as { status?: number })?.status === 413 || code === 413) return new ApiError(413, "invalid_request_error", "Request body too large.", { code: "payload_too_large" });
+  // the client went away before its request was read (an upload cut off): not a fault of ours, and
+  // nobody reads the answer; the request's log line says 499
+  if (request.signal?.aborted) {
+    logger.info({ err: error, requestId: ctx.requestId, path: ctx.path }, "the client closed the connection before its request was read");
+    return new ApiError(499, "invalid_request_error", "The client closed the connection before the request was read.", { code: "client_disconnected" });
+  }
   logger.error({ err: error, requestId: ctx.requestId, path: ctx.path, code }, "unhandled error");
   return internalError();
 }

@@ -13,14 +13,18 @@ import { join } from "node:path";
 import postgres from "postgres";
 import { spawnServer, type ChildServer } from "../../../test/support/child-server.ts";
 import { startTestServer, type TestServer } from "../../../test/support/harness.ts";
+import { createLogger } from "../../logger.ts";
 import { FILE_PART_BYTES, partKey } from "./file-parts.ts";
 import { sweepExpiredFiles, sweepStaleUploads, UPLOAD_IDLE_MS } from "./service.ts";
 
 let s: TestServer;
 let sql: postgres.Sql;
 let dir: string;
+/** the in-process server's log lines (an upload the client cut off is no error of the server's) */
+const logLines: Array<{ level: number; msg: string; path?: string }> = [];
 beforeAll(async () => {
-  s = await startTestServer();
+  const logger = createLogger({ logLevel: "info", logPretty: false }, { write: (l: string) => void l.split("\n").filter(Boolean).forEach((x) => logLines.push(JSON.parse(x))) } as unknown as NodeJS.WritableStream);
+  s = await startTestServer({}, { logger });
   sql = postgres(s.databaseUrl!, { max: 1, onnotice: () => {} });
   dir = mkdtempSync(join(tmpdir(), "reelay-files-unfinished-"));
 }, 60_000);
@@ -101,6 +105,10 @@ test("a client that aborts its upload mid-way: the file was never visible, and i
   for (const until = performance.now() + 30_000; performance.now() < until && (await rowsOf(owner.accountId)).length > 0; ) await Bun.sleep(50);
   expect((await rowsOf(owner.accountId)).length).toBe(0);
   expect(await partsLeft(row.id, row.parts + 1)).toEqual([]);
+  // logged as the client's doing, not as an unhandled error of the server's
+  const lines = logLines.filter((l) => l.path === "/v1/files");
+  expect(lines.filter((l) => l.level >= 50)).toEqual([]);
+  expect(lines.map((l) => l.msg)).toContain("the client closed the connection before its request was read");
 }, 60_000);
 
 test("a server killed (kill -9) mid-upload: the file is never visible; the sweep keeps the row while it is as fresh as a live upload's, then deletes it and every part it counts", async () => {
