@@ -68,7 +68,7 @@ export async function openAndMigrate(config: Config, logger: Logger) {
   if (database.seeded) logger.info({ dataDir: config.dataDir }, "new PGlite data dir unpacked from the embedded seed");
   let applied: string[];
   try {
-    applied = await untilDatabaseAnswers("migrations", config.dbBootWaitMs, () => migrate(database.db), logger);
+    applied = await untilDatabaseAnswers("migrations", config.dbBootWaitMs, () => migrate(database.db, undefined, (err, attempt) => logger.warn({ err, attempt }, "migrations: deadlocked with another session's queries (an older instance still serving?); tried again")), logger);
   } catch (e) {
     await database.close();
     unlock();

@@ -12,6 +12,7 @@ import postgres from "postgres";
 import * as schema from "./schema/index.ts";
 import { pgliteAssets } from "./embedded-assets.ts";
 import { MIGRATIONS, splitStatements } from "./migrations.ts";
+import { hasSqlState } from "./unavailable.ts";
 import { embeddedSeed, unpackSeed } from "./pglite-seed.ts";
 
 export type Db = ReturnType<typeof drizzlePostgres<typeof schema>>;
@@ -132,8 +133,29 @@ export async function query<T = Record<string, unknown>>(db: Tx, q: SQL): Promis
 
 const MIGRATION_LOCK = 7_312_001; // arbitrary advisory-lock key shared by all reelay instances
 
-/** Apply pending migrations, one transaction each, under an advisory lock (several instances may boot at once). */
-export async function migrate(db: Db, migrations = MIGRATIONS): Promise<string[]> {
+/**
+ * A migration's DDL and the queries of instances still serving (a rolling upgrade: the previous
+ * release on the same database) can lock the same tables in opposite orders; PostgreSQL then ends
+ * one of them with 40P01. Seen in the rolling-upgrade test (an old instance's lease refill against
+ * `ALTER TABLE accounts`); when the victim is the migration, its transaction rolled back whole, so
+ * it is tried again — up to this many times in all — instead of stopping the new instance's boot.
+ */
+const MIGRATION_ATTEMPTS = 5;
+
+/** Apply pending migrations in one transaction under an advisory lock (several instances may boot at once); a deadlock is tried again. */
+export async function migrate(db: Db, migrations = MIGRATIONS, onDeadlock?: (err: unknown, attempt: number) => void): Promise<string[]> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await migrateOnce(db, migrations);
+    } catch (e) {
+      if (attempt >= MIGRATION_ATTEMPTS || !hasSqlState(e, "40P01")) throw e;
+      onDeadlock?.(e, attempt);
+      await Bun.sleep(100 * attempt);
+    }
+  }
+}
+
+async function migrateOnce(db: Db, migrations: typeof MIGRATIONS): Promise<string[]> {
   const applied: string[] = [];
   await db.transaction(async (tx) => {
     await tx.execute(sql`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`);

@@ -21,13 +21,22 @@ const CONNECTION_CODES = new Set([
 const UNAVAILABLE_SQLSTATES = new Set(["57P01", "57P02", "57P03", "53300"]);
 
 export function isDatabaseUnavailable(err: unknown): boolean {
-  // drizzle wraps driver errors (DrizzleQueryError.cause); follow the chain a few levels
+  return codesOf(err).some((code) => CONNECTION_CODES.has(code) || UNAVAILABLE_SQLSTATES.has(code) || code.startsWith("08"));
+}
+
+/** Whether the error, or one it wraps, carries SQLSTATE `state` (e.g. 40P01 deadlock_detected). */
+export function hasSqlState(err: unknown, state: string): boolean {
+  return codesOf(err).includes(state);
+}
+
+/** the codes along the error's cause chain: drizzle wraps driver errors (DrizzleQueryError.cause) */
+function codesOf(err: unknown): string[] {
+  const codes: string[] = [];
   for (let e = err, depth = 0; e && typeof e === "object" && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
     const code = (e as { code?: unknown }).code;
-    if (typeof code !== "string") continue;
-    if (CONNECTION_CODES.has(code) || UNAVAILABLE_SQLSTATES.has(code) || code.startsWith("08")) return true;
+    if (typeof code === "string") codes.push(code);
   }
-  return false;
+  return codes;
 }
 
 /**
