@@ -110,7 +110,22 @@ describe("two instances, one account", () => {
         ok++;
       }
     })));
-    expect({ ok, others, refusals: refusals.length }).toEqual({ ok: 60, others: [], refusals: 12 });
+    // one expect for the tally and the money, so a failure shows both (CI under two CPU burners once
+    // saw 61 served); a mismatch also prints the account's ledger and holds
+    const moneyNow = async () => (await query<{ balance: number; held: number; n: number; cost: number }>(db.db, sql`
+      SELECT a.balance::float8 AS balance, a.held::float8 AS held, (SELECT count(*)::int FROM usage_records u WHERE u.account_id = a.id AND u.cost > 0) AS n,
+        (SELECT coalesce(sum(cost), 0)::float8 FROM usage_records u WHERE u.account_id = a.id) AS cost FROM accounts a WHERE a.id = ${c.accountId}`))[0]!;
+    // the settlements land in batches: wait (up to 5 s) for one charge per 200
+    let money = await moneyNow();
+    for (const t0 = performance.now(); money.n < ok && performance.now() - t0 < 5_000; money = await moneyNow()) await Bun.sleep(50);
+    const seen = { ok, others, refusals: refusals.length, charged: { n: money.n, cost: money.cost } };
+    const want = { ok: 60, others: [], refusals: 12, charged: { n: 60, cost: 60 * COST } };
+    if (!Bun.deepEquals(seen, want)) {
+      console.log("account:", JSON.stringify(money));
+      console.log("ledger:", JSON.stringify(await query(db.db, sql`SELECT kind, amount::float8, held_change::float8, hold_id, ref, reason, created_at FROM ledger WHERE account_id = ${c.accountId} ORDER BY id`)));
+      console.log("holds:", JSON.stringify(await query(db.db, sql`SELECT id, kind, state, amount::float8, charged::float8, owner, created_at, closed_at FROM holds WHERE account_id = ${c.accountId} ORDER BY created_at`)));
+    }
+    expect(seen).toEqual(want);
     for (const e of refusals) expect(e.code).toBe("insufficient_quota");
     const left = Math.floor(CREDIT) - 60 * COST;
     const said = refusals.map((e) => e.message as string);
