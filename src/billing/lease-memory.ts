@@ -27,6 +27,15 @@ export class LeaseMem {
   closing = false;
   /** another instance asked for the idle credit back */
   asked = false;
+  /**
+   * Statements of ours that move the amount (refills, give-backs) started on it so far. A
+   * heartbeat's reading of the amount is trusted only if none was in flight when its batch was sent
+   * and none started since: a give-back that ran in the database after the batch but whose answer
+   * was read first would otherwise be undone in memory — credit the database no longer reserves,
+   * approved once more (a spend-down across two instances under CPU starvation served 61 requests
+   * on credit for 60).
+   */
+  moves = 0;
   /** the account's budgets changed since it was opened: approve nothing, give it back */
   stale = false;
 

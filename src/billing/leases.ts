@@ -120,6 +120,7 @@ export class LeaseBook implements LeaseBookkeeping {
         return;
       }
       if (l.busy || l.stale) return;
+      l.moves++;
       const g = await refillLease(this.o.db, { id: l.id, accountId: slot.accountId, need: Math.max(1, amount - l.free), want: Math.max(1, want - l.free), sharePermille: share, ttlMs: this.o.config.leaseTtlMs });
       this.o.health.ok();
       if (!g.alive) l.dead = true;
@@ -149,6 +150,7 @@ export class LeaseBook implements LeaseBookkeeping {
   async giveBack(slot: AccountSlot, l: LeaseMem, amount: number, close: boolean, reason: string): Promise<number> {
     if (l.busy || (!close && amount <= 0)) return 0;
     l.busy = true;
+    l.moves++;
     l.closing = close;
     if (!close) l.returning += amount;
     try {
@@ -292,7 +294,10 @@ export class LeaseBook implements LeaseBookkeeping {
 
   beats(): Beat[] {
     const out: Beat[] = [];
-    for (const slot of this.slots.values()) if (slot.lease && !slot.lease.dead) out.push({ lease: slot.lease, inFlight: slot.lease.inflight });
+    for (const slot of this.slots.values()) {
+      const l = slot.lease;
+      if (l && !l.dead) out.push({ lease: l, inFlight: l.inflight, moves: l.busy || slot.acquiring ? null : l.moves });
+    }
     return out;
   }
 
@@ -309,7 +314,7 @@ export class LeaseBook implements LeaseBookkeeping {
       }
     }
     const open = new Map(res.leases.map((l) => [l.id, l]));
-    for (const { lease, inFlight } of beats) {
+    for (const { lease, inFlight, moves } of beats) {
       const state = open.get(lease.id);
       if (!state) {
         if (!lease.dead) this.o.logger.warn({ lease: lease.id }, "billing: a lease of this instance was swept (not renewed in time); its charges come from available credit");
@@ -323,9 +328,11 @@ export class LeaseBook implements LeaseBookkeeping {
         lease.stale = true;
         this.o.onStale(lease.accountId);
       }
-      // nothing else moves the amount while no refill or give-back of ours is in flight
+      // nothing else moves the amount: the database's figure is the truth only if no refill or
+      // give-back of ours was in flight when the batch was sent, none started since (its answer may
+      // have been read before this one although it ran after: lease-memory.ts `moves`), none is now
       const acquiring = [...(this.byAccount.get(lease.accountId) ?? [])].some((s) => s.lease === lease && s.acquiring);
-      if (!lease.busy && !acquiring && state.amount !== lease.reserved) {
+      if (moves === lease.moves && !lease.busy && !acquiring && state.amount !== lease.reserved) {
         this.o.logger.warn({ lease: lease.id, database: state.amount, memory: lease.reserved }, "billing: lease amount differed from the database; using the database's");
         lease.reserved = state.amount;
       }

@@ -46,6 +46,8 @@ export interface Queued {
 export interface Beat {
   lease: LeaseMem;
   inFlight: number;
+  /** lease.moves when the batch was sent; null when a refill or give-back of ours was in flight then */
+  moves: number | null;
 }
 
 /** What the queue needs from the lease book. */

@@ -146,6 +146,32 @@ export function describeEngineParts(name: string, open: () => Promise<BillingDb>
       await expectWindowInvariants(db, [acct]);
     });
 
+    test("lease book: a heartbeat's reading of the lease taken before a give-back of ours that was answered first does not undo the give-back; with no move of ours in between, the database's figure wins", async () => {
+      const db = bdb.db;
+      const p = parts(db, () => Date.now());
+      const acct = await fundedAccount(db, 1_000_000);
+      const slot = p.book.slotFor(acct);
+      await p.book.acquire(slot, 10_000);
+      const l = slot.lease!;
+      const inDb = async () => Number((await query<{ amount: number }>(db, sql`SELECT amount::float8 AS amount FROM holds WHERE id = ${l.id}`))[0]!.amount);
+      const before = l.reserved;
+      expect(await inDb()).toBe(before);
+      // a heartbeat batch is sent and reads the amount; then a give-back runs after it in the
+      // database, and its answer is read first (two connections: either order is possible)
+      const beats = p.book.beats();
+      const readByBatch = { applied: [], leases: [{ id: l.id, amount: await inDb(), returnRequested: false, stale: false }], alerts: 0 };
+      expect(await p.book.giveBack(slot, l, 30_000, false, "demand fell")).toBe(30_000);
+      p.book.landed([], beats, readByBatch, performance.now());
+      // memory keeps what the database reserves now: nothing to approve beyond it
+      expect({ memory: l.reserved, free: l.free, database: await inDb() }).toEqual({ memory: before - 30_000, free: before - 30_000, database: before - 30_000 });
+      // a heartbeat with no refill or give-back of ours around it: a difference is the database's
+      const quiet = p.book.beats();
+      p.book.landed([], quiet, { applied: [], leases: [{ id: l.id, amount: before - 30_005, returnRequested: false, stale: false }], alerts: 0 }, performance.now());
+      expect(l.reserved).toBe(before - 30_005);
+      await p.book.giveBack(slot, l, 0, true, "test over");
+      await expectInvariants(db, [acct]);
+    });
+
     test("settlement queue: 200 settlements in a few statements, a reader's sync waits for them, a broken one is set aside, crossed thresholds are reported", async () => {
       const db = bdb.db;
       const now = Date.parse("2026-05-05T12:00:00Z");
