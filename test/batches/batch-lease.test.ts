@@ -9,8 +9,8 @@
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import postgres from "postgres";
-import type { BlobStore, BlobStores } from "../../src/blob-store/index.ts";
 import { startFakeOpenAI, type FakeOpenAI } from "../fakes/openai-upstream.ts";
+import { gateBlobStores } from "../support/blob-gate.ts";
 import type { TestServer } from "../support/harness.ts";
 import { chatLine, fileLines, startBatchServer, uploadBatchFile, usageRows, waitForBatch, type BatchClient, type BatchServer } from "./batch-server.ts";
 
@@ -46,27 +46,10 @@ class Hold {
 /** Route an instance's blob stores through `holds` (the scheduler reads deps.blobs at each call). */
 function holdBlobs(s: TestServer, holds: Hold[]) {
   allHolds.push(...holds);
-  const blobs = s.deps.blobs;
-  const wrap = (store: BlobStore): BlobStore => ({
-    ...store,
-    name: store.name,
-    async get(key, span) {
-      for (const h of holds) await h.pass("get", key);
-      return store.get(key, span);
-    },
-    async put(key, data, opts) {
-      for (const h of holds) await h.pass("put", key);
-      return store.put(key, data, opts);
-    },
-    head: (key) => store.head(key),
-    delete: (keys) => store.delete(keys),
+  gateBlobStores(s, {
+    async beforeGet(key) { for (const h of holds) await h.pass("get", key); },
+    async beforePut(key) { for (const h of holds) await h.pass("put", key); },
   });
-  const current = wrap(blobs.current);
-  const byName = (name: string) => {
-    const store = blobs.byName(name);
-    return store === null ? null : name === blobs.current.name ? current : wrap(store);
-  };
-  s.deps.blobs = { ...blobs, current, byName } satisfies BlobStores;
 }
 
 interface Pair {

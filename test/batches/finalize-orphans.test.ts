@@ -9,9 +9,9 @@
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import postgres from "postgres";
-import type { BlobStore, BlobStores } from "../../src/blob-store/index.ts";
 import { partKey } from "../../src/modules/files/file-parts.ts";
 import { startFakeOpenAI, type FakeOpenAI } from "../fakes/openai-upstream.ts";
+import { gateBlobStores } from "../support/blob-gate.ts";
 import type { TestServer } from "../support/harness.ts";
 import { chatLine, fileLines, startBatchServer, uploadBatchFile, waitForBatch } from "./batch-server.ts";
 
@@ -46,24 +46,7 @@ class SecondFileHold {
 }
 
 function holdPuts(s: TestServer, hold: SecondFileHold) {
-  const blobs = s.deps.blobs;
-  const wrap = (store: BlobStore): BlobStore => ({
-    ...store,
-    name: store.name,
-    get: (key, span) => store.get(key, span),
-    async put(key, data, opts) {
-      await hold.pass(key);
-      return store.put(key, data, opts);
-    },
-    head: (key) => store.head(key),
-    delete: (keys) => store.delete(keys),
-  });
-  const current = wrap(blobs.current);
-  const byName = (name: string) => {
-    const store = blobs.byName(name);
-    return store === null ? null : name === blobs.current.name ? current : wrap(store);
-  };
-  s.deps.blobs = { ...blobs, current, byName } satisfies BlobStores;
+  gateBlobStores(s, { beforePut: (key) => hold.pass(key) });
 }
 
 test("a finalization stopped between its file writes and its final transition: the instance that takes over deletes its files (rows and parts); the account holds exactly the batch's output and error files", async () => {
