@@ -65,7 +65,15 @@ export async function startTestServer(env: Record<string, string | undefined> = 
   const databaseUrl = opts.pglite ? null : await createTestDatabase();
   const dataDir = opts.pglite ? `/tmp/reelay-test-pglite-${Date.now()}-${Math.random().toString(36).slice(2)}` : undefined;
   const config = testConfig({ DATABASE_URL: databaseUrl ?? undefined, REELAY_DATA_DIR: dataDir, ...env });
-  const running = await startServer(config, { logger: opts.logger ?? createLogger(config), clock: opts.clock });
+  let running: Running;
+  try {
+    running = await startServer(config, { logger: opts.logger ?? createLogger(config), clock: opts.clock });
+  } catch (e) {
+    // a boot that failed leaves nothing listening: its database and data dir go with it
+    if (databaseUrl) await dropDatabase(databaseUrl).catch(() => {});
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+    throw e;
+  }
   const url = running.url!.replace("0.0.0.0", "127.0.0.1");
   const admin = (path: string, init: { method?: string; body?: unknown } = {}) =>
     fetch(url + path, {
