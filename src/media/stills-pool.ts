@@ -4,9 +4,11 @@
  * requests: decoding the source and one 480x832 JPEG in jpeg-js cost ~25-60 ms of CPU here, and
  * 1,000 jobs completing within seconds made every completion wait a minute behind them
  * (bench/video-backends.ts). At most `size` thumbnails are made at once (one per worker); the rest
- * wait their turn in order. Workers start on first use and are closed after IDLE_MS unused.
+ * wait their turn in order. Workers start on first use and are closed after IDLE_MS unused. The
+ * same workers check that a large submitted image decodes (checkImage, image-input.ts).
  */
 import { workerUrl } from "../plugin-sdk/index.ts";
+import { ImageDecodeError, type ImageDecodeErrorCode } from "./decode-image.ts";
 
 const IDLE_MS = 60_000;
 
@@ -15,7 +17,9 @@ interface Task {
   source: Uint8Array;
   width: number;
   height: number;
-  resolve: (jpeg: Uint8Array | null) => void;
+  /** a decode check (checkImage) with this pixel limit, not a thumbnail */
+  check?: number;
+  resolve: (result: Uint8Array | null) => void;
   reject: (err: Error) => void;
 }
 
@@ -45,6 +49,19 @@ export class StillsPool {
     });
   }
 
+  /**
+   * Decode `source` on a worker and throw away its pixels: resolves when it decodes within
+   * `maxPixels`, rejects with the ImageDecodeError decodeImage would have thrown when it does not.
+   * For a submitted image too large to decode on the thread that serves requests.
+   */
+  checkImage(source: Uint8Array, maxPixels: number): Promise<void> {
+    if (this.closed) return Promise.reject(new Error("the stills pool is shut down"));
+    return new Promise((resolve, reject) => {
+      this.waiting.push({ id: ++this.nextId, source, width: 0, height: 0, check: maxPixels, resolve: () => resolve(), reject });
+      this.dispatch();
+    });
+  }
+
   close(): void {
     this.closed = true;
     for (const s of this.slots) {
@@ -67,7 +84,7 @@ export class StillsPool {
       slot.worker.ref?.();
       // a copy to transfer: the caller keeps its bytes
       const source = task.source.slice();
-      slot.worker.postMessage({ id: task.id, source: source.buffer, width: task.width, height: task.height }, [source.buffer]);
+      slot.worker.postMessage({ id: task.id, source: source.buffer, width: task.width, height: task.height, check: task.check }, [source.buffer]);
     }
   }
 
@@ -75,11 +92,12 @@ export class StillsPool {
     const worker = new Worker(workerUrl(import.meta.url, "./stills-worker.ts", "src/media/stills-worker.ts"));
     const slot: Slot = { worker, task: null, idleTimer: null };
     worker.onmessage = (e: MessageEvent) => {
-      const m = e.data as { id: number; jpeg?: ArrayBuffer | null; error?: string };
+      const m = e.data as { id: number; jpeg?: ArrayBuffer | null; refused?: { code: ImageDecodeErrorCode; message: string } | null; error?: string };
       const task = slot.task;
       if (!task || task.id !== m.id) return;
       slot.task = null;
-      if (m.error !== undefined) task.reject(new Error(`making the thumbnail failed: ${m.error}`));
+      if (m.error !== undefined) task.reject(new Error(`${task.check === undefined ? "making the thumbnail" : "decoding the image"} failed: ${m.error}`));
+      else if (m.refused) task.reject(new ImageDecodeError(m.refused.code, m.refused.message));
       else task.resolve(m.jpeg ? new Uint8Array(m.jpeg) : null);
       this.idle(slot);
       this.dispatch();
@@ -87,7 +105,7 @@ export class StillsPool {
     worker.onerror = (e: ErrorEvent) => {
       // a worker that crashed is replaced by the next dispatch
       this.remove(slot);
-      slot.task?.reject(new Error(`the thumbnail worker failed: ${e.message}`));
+      slot.task?.reject(new Error(`the stills worker failed: ${e.message}`));
       slot.task = null;
       this.dispatch();
     };

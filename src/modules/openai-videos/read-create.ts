@@ -16,14 +16,14 @@ type Fields = Record<string, unknown>;
 
 const IMAGE_HINT = "'input_reference' (an image file, an image URL, or {\"image_url\": …})";
 
-export async function readCreateRequest(deps: Pick<AppDeps, "config">, body: unknown): Promise<VideoSubmission> {
+export async function readCreateRequest(deps: Pick<AppDeps, "config" | "thumbnails">, body: unknown): Promise<VideoSubmission> {
   if (body === null || typeof body !== "object" || Array.isArray(body)) throw badRequest("The body must be a JSON object or multipart/form-data with 'model' and 'prompt'.", null);
   const f = body as Fields;
   const model = text(f, "model", 256, { required: true })!;
   const prompt = text(f, "prompt", MAX_PROMPT_CHARS, { required: true })!;
   if (prompt.length === 0) throw badRequest("'prompt' is required: a non-empty string.", "prompt");
   const reference = inputReference(f);
-  const limits = { maxImageBytes: deps.config.maxImageBytes };
+  const limits = { maxImageBytes: deps.config.maxImageBytes, decodeOffLoop: deps.thumbnails.checkImage };
   let image: (() => Promise<SourceImage>) | null = null;
   let imageId: string | null = null;
   if (reference instanceof Blob) {

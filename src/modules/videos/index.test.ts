@@ -4,6 +4,7 @@ import { client, pngBase64, PRICE_PER_SECOND, scriptedEnv } from "../../../test/
 import { fakeMp4 } from "../../../test/plugins/scripted-video.ts";
 import { ffmpegImage, type GeneratedFormat } from "../../media/ffmpeg-image.test-helper.ts";
 import { ffprobe } from "../../media/ffprobe.test-helper.ts";
+import { INLINE_DECODE_PIXELS } from "./image-input.ts";
 
 let s: TestServer;
 const IMG = pngBase64();
@@ -104,6 +105,21 @@ describe("submit validation", () => {
       expect(((await (await api.list()).json()) as any).data).toHaveLength(0);
     });
   }
+
+  test("an image larger than INLINE_DECODE_PIXELS is decoded on a stills worker: a truncated 640x480 PNG is a 400 invalid_image with nothing held, the whole one is accepted", async () => {
+    const whole = Buffer.from(pngBase64(640, 480), "base64");
+    expect(640 * 480).toBeGreaterThan(INLINE_DECODE_PIXELS);
+    const c = await s.newClient({ credits: 1_000_000 });
+    const api = client(s.url, c.key);
+    const cut = await api.submit({ ...base, image: whole.subarray(0, Math.floor(whole.length * 0.6)).toString("base64") });
+    const body: any = await cut.json();
+    expect(cut.status).toBe(400);
+    expect(body.error).toMatchObject({ param: "image", code: "invalid_image", type: "invalid_request_error" });
+    expect(body.error.message).toContain("could not be decoded");
+    expect(await api.account()).toMatchObject({ held: 0, balance: 1_000_000 });
+    const ok = await api.submit({ ...base, image: whole.toString("base64") });
+    expect(ok.status).toBe(202);
+  });
 
   test("the missing-image message says a source image is required", async () => {
     const c = await s.newClient();

@@ -60,7 +60,7 @@ export const videoRoutes = (deps: AppDeps) =>
 
 /** The body of POST /v1/videos/generations as a submission. */
 function generationSubmission(deps: AppDeps, body: SubmitBody): VideoSubmission {
-  const limits = { maxImageBytes: deps.config.maxImageBytes };
+  const limits = { maxImageBytes: deps.config.maxImageBytes, decodeOffLoop: deps.thumbnails.checkImage };
   const hasImage = (body.image ?? "") !== "" || (body.image_url ?? "") !== "";
   return {
     model: body.model, prompt: body.prompt, negativePrompt: body.negative_prompt, seconds: body.seconds, size: body.size, seed: body.seed, steps: body.steps, webhookUrl: body.webhook_url,

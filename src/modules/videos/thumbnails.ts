@@ -27,6 +27,8 @@ export interface Thumbnails {
    * make (the source image is gone, or does not decode). Throws the store's errors.
    */
   ensure(store: BlobStore, job: ThumbnailJob): Promise<{ info: BlobInfo; made: boolean } | null>;
+  /** whether a submitted image decodes, checked on the same workers (image-input.ts); throws ImageDecodeError */
+  checkImage(bytes: Uint8Array, maxPixels: number): Promise<void>;
   /** ends the workers (shutdown) */
   close(): void;
 }
@@ -53,6 +55,7 @@ export function createThumbnails(pool: StillsPool = new StillsPool()): Thumbnail
       }
       return pending;
     },
+    checkImage: (bytes, maxPixels) => pool.checkImage(bytes, maxPixels),
     close: () => pool.close(),
   };
 }
