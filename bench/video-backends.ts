@@ -4,6 +4,7 @@
  *
  *   bun bench/video-backends.ts            (about a minute; needs Postgres at DATABASE_URL or 127.0.0.1:5432/test)
  *   BENCH_JOBS=200 bun bench/video-backends.ts
+ *   BENCH_IMAGE=480x832 bun bench/video-backends.ts   (source images of that size; default 64x48)
  *   bun bench/video-backends.ts --profile /tmp/prof   (the server's CPU profile)
  *
  * 1,000 jobs (BENCH_JOBS) spread evenly over four fakes — ComfyUI (websocket push), Replicate
@@ -34,6 +35,8 @@ import { pngBase64 } from "../test/videos/support.ts";
 import { cpuMs } from "./lib/proc-cpu.ts";
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 1_000);
+/** BENCH_IMAGE=480x832: the source image's size (default 64x48; a real client's is a few hundred pixels a side, decoded at submit) */
+const [IMAGE_W, IMAGE_H] = (process.env.BENCH_IMAGE ?? "64x48").split("x").map(Number) as [number, number];
 /** `--profile DIR`: the server runs under `bun --cpu-prof` and writes its profile there when it stops (bench/lib/profile-top.ts reads it) */
 const PROFILE_DIR = process.argv.includes("--profile") ? process.argv[process.argv.indexOf("--profile") + 1] ?? "." : null;
 const RUN: [number, number] = [2_000, 10_000];
@@ -76,7 +79,8 @@ try {
   const clients = await Promise.all(Array.from({ length: CLIENTS }, () => newClientOn(server, 1_000_000_000)));
   const headers = { authorization: `Bearer ${clients[0]!.key}`, "content-type": "application/json" };
   const headersOf = (i: number) => ({ authorization: `Bearer ${clients[i % CLIENTS]!.key}`, "content-type": "application/json" });
-  const body = (m: Backend) => JSON.stringify({ model: m, prompt: "bench", image: pngBase64(64, 48), seconds: 1, size: "480x832" });
+  const image = pngBase64(IMAGE_W, IMAGE_H);
+  const body = (m: Backend) => JSON.stringify({ model: m, prompt: "bench", image, seconds: 1, size: "480x832" });
   // one job per model first: plugins loaded, clips encoded, connections open — then the idle baseline
   const warm = await Promise.all(MODELS.map(async (m) => ((await (await fetch(`${server.url}/v1/videos/generations`, { method: "POST", headers, body: body(m) })).json()) as { id: string }).id));
   await waitAll(warm, 60_000);
@@ -89,6 +93,17 @@ try {
   for (const fake of [comfy, replicate, fal, openai]) fake.hold();
   const ids: string[] = [];
   let next = 0;
+  // a client of another route while the submits run: how long the server makes it wait (its event loop's share)
+  const probe: number[] = [];
+  let submitting = true;
+  const prober = (async () => {
+    while (submitting) {
+      const p0 = performance.now();
+      await (await fetch(`${server.url}/healthz`)).arrayBuffer();
+      probe.push(performance.now() - p0);
+      await Bun.sleep(10);
+    }
+  })();
   const t0 = performance.now();
   await Promise.all(Array.from({ length: IN_FLIGHT }, async (_, worker) => {
     while (next < JOBS) {
@@ -99,6 +114,8 @@ try {
     }
   }));
   const submitSeconds = (performance.now() - t0) / 1000;
+  submitting = false;
+  await prober;
 
   // every job submitted upstream and followed (processing): RSS over 3 s of that, then the upstreams run
   let inFlight = 0;
@@ -141,7 +158,8 @@ try {
   const table: Array<[string, string]> = [
     ["jobs submitted / completed (2–10 s each upstream)", `${ids.length} / ${completed}`],
     ["upstream submits / jobs charged / charges", `${submits} / ${charged} / ${charges}`],
-    [`submit rate (${IN_FLIGHT} in flight, ${CLIENTS} clients)`, `${(ids.length / submitSeconds).toFixed(0)} req/s`],
+    [`submit rate (${IN_FLIGHT} in flight, ${CLIENTS} clients, ${IMAGE_W}x${IMAGE_H} PNGs)`, `${(ids.length / submitSeconds).toFixed(0)} req/s`],
+    ["GET /healthz during the submits, p50 / p99 / max", `${pct(probe, 50).toFixed(1)} / ${pct(probe, 99).toFixed(1)} / ${Math.max(...probe).toFixed(1)} ms (${probe.length})`],
     ["server CPU per job (submit → completed, all work)", `${cpuPerJob.toFixed(1)} ms`],
     ...MODELS.map((m): [string, string] => [`${m}: upstream done → job completed, p50 / p99 (n)`, `${(pct(lag[m], 50) / 1000).toFixed(3)} s / ${(pct(lag[m], 99) / 1000).toFixed(3)} s (${lag[m].length})   target ${target[m]}`]),
     [`server RSS idle → with ${inFlight} jobs in flight`, `${idleRss.toFixed(0)} MB → ${peakRss.toFixed(0)} MB (+${(peakRss - idleRss).toFixed(0)} MB; target ≤ +150 MB)`],
