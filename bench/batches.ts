@@ -9,7 +9,8 @@
  *  - a BENCH_LINES-line batch (default 10,000) through the SDK-shaped HTTP calls (files, batches):
  *    lines per second (validation to completed), reelay CPU per line, RSS above idle (peak),
  *    with the same 50 req/s live client running: its p99 then.
- * Env: BENCH_LINES (10000), BENCH_SLOTS (16), BENCH_SECONDS (5) per live measurement.
+ * Env: BENCH_LINES (10000), BENCH_SLOTS (16), BENCH_SECONDS (5) per live measurement; BENCH_PROFILE=<dir>
+ * runs the server under `bun --cpu-prof` (profile written there), BENCH_PRELOAD=<file> preloads a script into it.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
