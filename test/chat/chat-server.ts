@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
 import { startFakeOpenAI, type FakeOpenAI } from "../fakes/openai-upstream.ts";
-import { startTestServer, type TestServer } from "../support/harness.ts";
+import { refusedUrl, startTestServer, type TestServer } from "../support/harness.ts";
 
 /** $3 / $15 per million tokens: one prompt token costs 3 micro-dollars, one completion token 15. */
 export const PRICING = { inputPerMillion: 3_000_000, outputPerMillion: 15_000_000 };
@@ -27,8 +27,7 @@ export interface ChatTestServer {
 
 export async function startChatTestServer(): Promise<ChatTestServer> {
   const fake = await startFakeOpenAI();
-  const gone = await startFakeOpenAI();
-  await gone.stop(); // a port nothing listens on: connection refused
+  const gone = { url: await refusedUrl() }; // a port nothing listens on: connection refused
   const dir = mkdtempSync(join(tmpdir(), "reelay-chat-"));
   const file = join(dir, "models.json");
   const model = (id: string, options: Record<string, unknown>, extra: Record<string, unknown> = {}) =>

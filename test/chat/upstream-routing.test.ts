@@ -11,7 +11,7 @@ import { join } from "node:path";
 import OpenAI from "openai";
 import { startFakeOpenAI, type FakeOpenAI } from "../fakes/openai-upstream.ts";
 import { Writable } from "node:stream";
-import { startTestServer, testConfig, type TestServer } from "../support/harness.ts";
+import { refusedUrl, startTestServer, testConfig, type TestServer } from "../support/harness.ts";
 import { createLogger } from "../../src/logger.ts";
 import { buildModels } from "../../src/registry/build-models.ts";
 import { eventually } from "./chat-server.ts";
@@ -33,9 +33,7 @@ const logLines: Array<Record<string, any>> = [];
 
 beforeAll(async () => {
   [a, b, c] = await Promise.all([startFakeOpenAI(), startFakeOpenAI(), startFakeOpenAI()]);
-  const gone = await startFakeOpenAI();
-  goneUrl = gone.url;
-  await gone.stop(); // nothing listens there: connection refused
+  goneUrl = await refusedUrl(); // nothing listens there: connection refused
   const dir = mkdtempSync(join(tmpdir(), "reelay-routing-"));
   const file = join(dir, "models.json");
   const dep = (name: string, fake: FakeOpenAI | string, extra: Record<string, unknown> = {}) => ({ name, baseUrl: typeof fake === "string" ? fake : fake.url, ...extra });

@@ -137,6 +137,22 @@ export function freePort(): number {
 }
 
 /**
+ * The base URL (with `path`) of a local port nothing listens on, so a connection to it is refused
+ * at once: for a deployment that must fail to connect. Below 1024, where no test binds (port-0
+ * binds and freePort() hand out ports from 10,000 up), so nothing starts listening there while the
+ * test runs. A port freed by stopping a fake server is not that: it is in the ephemeral range, and
+ * in a CI run another test's server took one and answered 401 (the "connection refused" test saw
+ * upstream_auth_failed).
+ */
+export async function refusedUrl(path = "/v1"): Promise<string> {
+  for (const port of [9, 1, 7, 11, 13, 15, 17, 19, 39, 49]) {
+    const refused = await Bun.connect({ hostname: "127.0.0.1", port, socket: { data() {} } }).then((s) => (s.end(), false), (e) => (e as { code?: string })?.code === "ECONNREFUSED");
+    if (refused) return `http://127.0.0.1:${port}${path}`;
+  }
+  throw new Error("no refused port below 1024 on 127.0.0.1");
+}
+
+/**
  * Wait until the child `pid` logs "reelay listening" on `port` (the line carries its pid), then
  * until /readyz answers 200 (the port opens before the database; /healthz is 200 from the start): a fixed or reused port held by another process is never mistaken for
  * ours, and a child that exits (port taken, bad config) fails at once with its output.

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
 import { startFakeOpenAI, type FakeOpenAI } from "../fakes/openai-upstream.ts";
-import { startTestServer, type TestServer } from "../support/harness.ts";
+import { refusedUrl, startTestServer, type TestServer } from "../support/harness.ts";
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from "../support/otlp-receiver.ts";
 
 const PRICING = { inputPerMillion: 3_000_000, outputPerMillion: 15_000_000 };
@@ -26,9 +26,7 @@ let modelsFile: string;
 
 beforeAll(async () => {
   fake = await startFakeOpenAI();
-  const gone = await startFakeOpenAI();
-  goneUrl = gone.url;
-  await gone.stop(); // nothing listens there: connection refused, another deployment serves
+  goneUrl = await refusedUrl(); // nothing listens there: connection refused, another deployment serves
   const dir = mkdtempSync(join(tmpdir(), "reelay-traces-"));
   modelsFile = join(dir, "models.json");
   writeFileSync(modelsFile, JSON.stringify({
