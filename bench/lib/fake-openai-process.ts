@@ -1,7 +1,7 @@
 /** Start bench/lib/fake-openai-child.ts as a process of its own: its base URL and `stop()`. */
 import { join } from "node:path";
 
-export async function spawnFakeOpenAI(tokens = 8): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
+export async function spawnFakeOpenAI(tokens = 8): Promise<{ url: string; stop(): Promise<void> }> {
   const proc = Bun.spawn(["bun", join(import.meta.dir, "fake-openai-child.ts"), String(tokens)], { stdout: "pipe", stderr: "inherit" });
   const reader = proc.stdout.getReader();
   let text = "";
@@ -13,7 +13,6 @@ export async function spawnFakeOpenAI(tokens = 8): Promise<{ url: string; pid: n
   reader.releaseLock();
   return {
     url: text.split("\n")[0]!.trim(),
-    pid: proc.pid,
     async stop() {
       proc.kill("SIGTERM");
       await proc.exited;

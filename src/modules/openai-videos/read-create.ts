@@ -7,7 +7,7 @@
 import { createHash } from "node:crypto";
 import type { AppDeps } from "../../deps.ts";
 import { badRequest, tooLarge } from "../../errors.ts";
-import { imageFromBytes, imageFromInline, imageFromUrl, type SourceImage } from "../videos/image-input.ts";
+import { imageFromBytes, imageFromInline, imageFromUrl, imageLimits, type SourceImage } from "../videos/image-input.ts";
 import { MAX_PROMPT_CHARS, MAX_STEPS } from "../videos/model.ts";
 import type { VideoSubmission } from "../videos/submit.ts";
 import { DEFAULT_SECONDS, DEFAULT_SIZE } from "./model.ts";
@@ -23,7 +23,7 @@ export async function readCreateRequest(deps: Pick<AppDeps, "config" | "thumbnai
   const prompt = text(f, "prompt", MAX_PROMPT_CHARS, { required: true })!;
   if (prompt.length === 0) throw badRequest("'prompt' is required: a non-empty string.", "prompt");
   const reference = inputReference(f);
-  const limits = { maxImageBytes: deps.config.maxImageBytes, decodeOffLoop: deps.thumbnails.checkImage };
+  const limits = imageLimits(deps);
   let image: (() => Promise<SourceImage>) | null = null;
   let imageId: string | null = null;
   if (reference instanceof Blob) {

@@ -27,6 +27,12 @@ export interface ImageInputLimits {
   decodeOffLoop?: (bytes: Uint8Array, maxPixels: number) => Promise<void>;
 }
 
+/** The limits of a submit's image on this server: its byte limit, and the stills workers for large decodes. */
+export const imageLimits = (deps: { config: { maxImageBytes: number }; thumbnails: { checkImage: NonNullable<ImageInputLimits["decodeOffLoop"]> } }): ImageInputLimits => ({
+  maxImageBytes: deps.config.maxImageBytes,
+  decodeOffLoop: deps.thumbnails.checkImage,
+});
+
 /**
  * Images up to this size are decoded on the request's thread (a 64x48 PNG: ~0.5 ms, about what a
  * worker's round trip costs); larger ones on a worker. Measured here (fast-png, after warm-up):

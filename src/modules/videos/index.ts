@@ -11,7 +11,7 @@ import { cancelVideo } from "./cancel.ts";
 import { ListQuery, SubmitBody, SubmitReply, VideoJob, VideoList } from "./model.ts";
 import { getVideo, listVideos } from "./poll.ts";
 import { createVideoScheduler } from "./scheduler/index.ts";
-import { readSourceImage } from "./image-input.ts";
+import { imageLimits, readSourceImage } from "./image-input.ts";
 import { DEFAULT_SECONDS, DEFAULT_SIZE } from "./model.ts";
 import { submitVideo, type VideoSubmission } from "./submit.ts";
 
@@ -60,7 +60,7 @@ export const videoRoutes = (deps: AppDeps) =>
 
 /** The body of POST /v1/videos/generations as a submission. */
 function generationSubmission(deps: AppDeps, body: SubmitBody): VideoSubmission {
-  const limits = { maxImageBytes: deps.config.maxImageBytes, decodeOffLoop: deps.thumbnails.checkImage };
+  const limits = imageLimits(deps);
   const hasImage = (body.image ?? "") !== "" || (body.image_url ?? "") !== "";
   return {
     model: body.model, prompt: body.prompt, negativePrompt: body.negative_prompt, seconds: body.seconds, size: body.size, seed: body.seed, steps: body.steps, webhookUrl: body.webhook_url,
