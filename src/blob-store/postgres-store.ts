@@ -50,7 +50,7 @@ export function postgresBlobStore(db: Tx): BlobStore {
           }
           if (!part || part.byteLength === 0) return controller.error(new BlobStoreError("postgres", `${key} was deleted while it was being read`));
           at += part.byteLength;
-          controller.enqueue(new Uint8Array(part));
+          controller.enqueue(new Uint8Array(part.buffer, part.byteOffset, part.byteLength)); // the parsed bytes as they are: no second copy
         },
       }, { highWaterMark: 0 });
     },

@@ -2,7 +2,8 @@
  * Worker: H.264 encoding off the main thread, and the video's stills from the same frames
  * (video-stills.ts). Protocol (from the parent):
  *   {type: "start", width, height, fps, quantizer?}  then  {type: "frame", frame: ArrayBuffer}…  then  {type: "end"}
- * Replies: {type: "consumed"} per frame taken by the encoder, {type: "mp4", mp4: ArrayBuffer,
+ * Replies: {type: "consumed", frame: ArrayBuffer} per frame taken by the encoder (its buffer, given
+ * back for the parent's next frame: no new 1.6 MB buffer per frame there), {type: "mp4", mp4: ArrayBuffer,
  * thumbnail?: ArrayBuffer, spritesheet?: ArrayBuffer} at the end, or {type: "error", message}.
  */
 import { encodeMp4, type EncodeMp4Options } from "./encode-mp4.ts";
@@ -20,7 +21,8 @@ async function* frames(stills: StillsSampler): AsyncGenerator<Uint8Array> {
     if (next === null) return;
     stills.add(next, index);
     yield next;
-    postMessage({ type: "consumed" });
+    // the encoder asks for the next frame only once it has converted this one into its own memory
+    postMessage({ type: "consumed", frame: next.buffer }, [next.buffer as ArrayBuffer]);
   }
 }
 

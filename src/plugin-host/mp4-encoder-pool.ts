@@ -2,7 +2,9 @@
  * ctx.host.encodeMp4 for every plugin: H.264 encoding on worker threads (src/media/encode-worker.ts),
  * never on the thread that serves requests (a 5 s clip at 480x832 is ~2 s of encoder CPU). Frames
  * are pulled from the plugin's iterable only while fewer than FRAMES_IN_FLIGHT wait at the encoder,
- * so a lazy generator keeps memory flat. The worker also keeps the first frame and one per second
+ * so a lazy generator keeps memory flat. Each frame is copied into a buffer the worker gave back
+ * after encoding an earlier one (spare frame buffers): a 1.6 MB allocation per frame on this thread
+ * made the garbage collector run, on a large heap for tens of ms, several times per clip. The worker also keeps the first frame and one per second
  * (downscaled) and returns the video's thumbnail and spritesheet as JPEGs beside the MP4; they
  * travel on the returned bytes (media/video-stills.ts). A worker is kept warm between jobs (its wasm compiled, its
  * heap grown: a warm pair rendered a 5 s clip in 1.9 s where a fresh one took 4.6 s) and closed
@@ -14,6 +16,9 @@ import { workerUrl } from "../plugin-sdk/index.ts";
 const FRAMES_IN_FLIGHT = 4;
 const IDLE_MS = 120_000;
 const MAX_IDLE_WORKERS = 4;
+/** spare frame buffers kept per frame size (what two encodes have in flight), and in all */
+const MAX_SPARE_FRAMES = 2 * FRAMES_IN_FLIGHT;
+const MAX_SPARE_BYTES = 64 * 1024 * 1024;
 
 export interface EncodeOptions {
   width: number;
@@ -26,6 +31,11 @@ export interface EncodeOptions {
 export class Mp4EncoderPool {
   private readonly idle: Array<{ worker: Worker; timer: ReturnType<typeof setTimeout> }> = [];
   private readonly all = new Set<Worker>();
+  /** frame buffers given back by the workers, by byte length, for the next frames' copies */
+  private readonly spares = new Map<number, ArrayBuffer[]>();
+  private spareBytes = 0;
+  /** frame buffers this pool has allocated (the rest were spares): for tests and the curious */
+  allocatedFrameBuffers = 0;
   private closed = false;
 
   async encode(frames: AsyncIterable<Uint8Array> | Iterable<Uint8Array>, opts: EncodeOptions): Promise<Uint8Array> {
@@ -61,8 +71,9 @@ export class Mp4EncoderPool {
               const frame = r.value;
               if (!(frame instanceof Uint8Array) || frame.byteLength !== frameBytes) throw new Error(`frame ${count} has ${frame?.byteLength} bytes; ${opts.width}x${opts.height} RGBA needs ${frameBytes}`);
               // a copy: the plugin may reuse its buffer for the next frame, and a transfer would detach it
-              const copy = frame.slice();
-              worker.postMessage({ type: "frame", frame: copy.buffer }, [copy.buffer]);
+              const copy = this.takeSpare(frameBytes) ?? (this.allocatedFrameBuffers++, new ArrayBuffer(frameBytes));
+              new Uint8Array(copy).set(frame);
+              worker.postMessage({ type: "frame", frame: copy }, [copy]);
               inFlight++;
               count++;
             }
@@ -73,8 +84,9 @@ export class Mp4EncoderPool {
           }
         };
         worker.onmessage = (e: MessageEvent) => {
-          const m = e.data as { type: string; mp4?: ArrayBuffer; thumbnail?: ArrayBuffer; spritesheet?: ArrayBuffer; message?: string };
+          const m = e.data as { type: string; frame?: ArrayBuffer; mp4?: ArrayBuffer; thumbnail?: ArrayBuffer; spritesheet?: ArrayBuffer; message?: string };
           if (m.type === "consumed") {
+            if (m.frame) this.giveBack(m.frame);
             inFlight--;
             void pump();
           } else if (m.type === "mp4") {
@@ -97,8 +109,28 @@ export class Mp4EncoderPool {
     }
   }
 
+  private takeSpare(bytes: number): ArrayBuffer | undefined {
+    const spare = this.spares.get(bytes)?.pop();
+    if (spare) this.spareBytes -= bytes;
+    return spare;
+  }
+
+  private giveBack(frame: ArrayBuffer): void {
+    const list = this.spares.get(frame.byteLength) ?? [];
+    if (this.closed || list.length >= MAX_SPARE_FRAMES || this.spareBytes + frame.byteLength > MAX_SPARE_BYTES) return;
+    list.push(frame);
+    this.spares.set(frame.byteLength, list);
+    this.spareBytes += frame.byteLength;
+  }
+
+  private dropSpares(): void {
+    this.spares.clear();
+    this.spareBytes = 0;
+  }
+
   close(): void {
     this.closed = true;
+    this.dropSpares();
     for (const w of this.all) w.terminate();
     for (const e of this.idle) clearTimeout(e.timer);
     this.idle.length = 0;
@@ -129,6 +161,7 @@ export class Mp4EncoderPool {
     const i = this.idle.indexOf(entry);
     if (i !== -1) this.idle.splice(i, 1);
     this.drop(entry.worker);
+    if (this.all.size === 0) this.dropSpares(); // no encoder left: nothing needs them warm
   }
 
   private drop(worker: Worker): void {

@@ -96,3 +96,13 @@ test("a 2 MB value crosses the socket once at its size, not as hex at twice it",
   const [row] = await query<{ m: string }>(database.db, sql`SELECT md5(v) AS m FROM b WHERE k = 'sized'`);
   expect(row!.m).toBe(md5(value));
 });
+
+test("two bytea values with text after each in one statement, and many puts pipelined at once, come back exactly", async () => {
+  await query(database.db, sql`CREATE TABLE IF NOT EXISTS b2 (k text PRIMARY KEY, a bytea, t text, c bytea, u text)`);
+  const bytes = (n: number, seed: number) => new Uint8Array(n).map((_, i) => (i * seed + 11) % 256);
+  // small statements share one socket write (postgres.js gathers them for a tick); large ones go at once
+  const rows = Array.from({ length: 24 }, (_, i) => ({ k: `r${i}`, a: bytes(i % 3 === 0 ? 300_000 + i : 10 + i, 7 + i), t: `text ${i} ✓`, c: bytes(i % 4 === 0 ? 1_500_000 : 200 + i, 13 + i), u: `after ${i}` }));
+  await Promise.all(rows.map((r) => query(database.db, sql`INSERT INTO b2 (k, a, t, c, u) VALUES (${r.k}, ${r.a}, ${r.t}, ${r.c}, ${r.u})`)));
+  const back = await query<{ k: string; am: string; t: string; cm: string; u: string }>(database.db, sql`SELECT k, md5(a) AS am, t, md5(c) AS cm, u FROM b2 ORDER BY k`);
+  expect(back).toEqual(rows.map((r) => ({ k: r.k, am: md5(r.a), t: r.t, cm: md5(r.c), u: r.u })).sort((x, y) => (x.k < y.k ? -1 : 1)));
+});
