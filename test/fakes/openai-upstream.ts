@@ -69,7 +69,7 @@ export interface FakeBehaviour {
   errorMessage?: string;
   errorType?: string;
   errorCode?: string | null;
-  /** streaming: reset the connection after this many content chunks */
+  /** streaming: close the connection mid-body after this many content chunks (the client's read fails) */
   dropAfterChunks?: number;
   /** streaming: send a non-JSON `data:` line after this many content chunks, then continue */
   garbageAfterChunks?: number;
@@ -437,8 +437,11 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
       }
       if (b.garbageAfterChunks === i + 1) write("this is not json");
       if (b.dropAfterChunks === i + 1) {
-        await Bun.sleep(20); // let the chunks before the drop reach the client first
-        res.socket?.resetAndDestroy?.() ?? res.destroy();
+        // the connection closes mid-body (no chunked terminator: the client's read fails) with a FIN,
+        // not a reset: a reset could overtake the chunks before it, and a client that had not read
+        // them yet lost them (a busy CI run saw no first byte, so the gateway rightly retried)
+        await Bun.sleep(20);
+        res.socket?.end() ?? res.destroy();
         return;
       }
       if (b.truncateAfterChunks === i + 1) { rec.completed = true; res.end(); return; }
