@@ -403,9 +403,9 @@ async function stream(rec: RecordedRequest, res: ServerResponse, answer: Answer,
       return true;
     }
     if (b.resetAfterDeltas === deltas) {
-      // closed mid-body with a FIN, not a reset: a reset drops what the client had not read yet
+      // let what was written reach the client first
       await (b.resetWhen ? Promise.race([b.resetWhen, Bun.sleep(5_000)]) : Bun.sleep(20));
-      res.socket?.end() ?? res.destroy();
+      res.socket?.resetAndDestroy?.() ?? res.destroy();
       return true;
     }
     return false;

@@ -342,9 +342,8 @@ async function stream(res: ServerResponse, a: Answer, b: FakeBedrockBehaviour): 
         return void res.end();
       }
       if (b.resetAfterDeltas === deltas) {
-        // closed mid-body with a FIN, not a reset: a reset drops what the client had not read yet
-        await Bun.sleep(100);
-        return void (res.socket?.end() ?? res.destroy());
+        await Bun.sleep(100); // the frames before the reset read by the client first (an RST drops what it had not read)
+        return void (res.socket?.resetAndDestroy?.() ?? res.destroy());
       }
     }
     await send(frame("contentBlockStop", { contentBlockIndex: index }));

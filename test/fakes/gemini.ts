@@ -305,9 +305,8 @@ async function stream(rec: GeminiRequest, res: ServerResponse, model: string, a:
       return void res.end();
     }
     if (b.resetAfterChunks === i + 1) {
-      // closed mid-body with a FIN, not a reset: a reset drops what the client had not read yet
-      await Bun.sleep(100);
-      return void (res.socket?.end() ?? res.destroy());
+      await Bun.sleep(100); // the frames before the reset read by the client first (an RST drops what it had not read)
+      return void (res.socket?.resetAndDestroy?.() ?? res.destroy());
     }
   }
   if (a.pieces.length === 0) write({ candidates: [{ content: { role: "model", parts: [{ text: "" }] }, finishReason: a.finishReason, index: 0 }], usageMetadata: a.usage, modelVersion: model });

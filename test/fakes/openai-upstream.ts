@@ -126,6 +126,8 @@ export interface RecordedRequest {
   abortedAt?: number;
   /** the server finished sending the response */
   completed: boolean;
+  /** the fake broke the connection itself (dropAfterChunks): its close is not a client abort */
+  dropped?: boolean;
 }
 
 export interface FakeOpenAIOptions {
@@ -203,7 +205,7 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
   const load = { inFlight: 0, peakInFlight: 0 };
 
   function markAborted(rec: RecordedRequest) {
-    if (rec.aborted || rec.completed) return;
+    if (rec.aborted || rec.completed || rec.dropped) return;
     rec.aborted = true;
     rec.abortedAt = performance.now();
     aborts.push({ requestId: rec.id, at: rec.abortedAt });
@@ -441,6 +443,7 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
         // not a reset: a reset could overtake the chunks before it, and a client that had not read
         // them yet lost them (a busy CI run saw no first byte, so the gateway rightly retried)
         await Bun.sleep(20);
+        rec.dropped = true; // the close that follows (the FIN's reply may come after a reset()) is not the client's
         res.socket?.end() ?? res.destroy();
         return;
       }
