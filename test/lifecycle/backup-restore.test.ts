@@ -60,7 +60,14 @@ async function withLoad(running: Running, during: () => Promise<void>) {
       answered++;
     }
   });
-  await Bun.sleep(500);
+  // the backup must catch something charged: wait for the first answer's usage row (GET /v1/usage
+  // waits for the settlements under way), not a fixed time — a busy CI machine had answered nothing
+  // 500 ms in, and the restored account had no charge to check
+  for (let t = 0; t < 200; t++) {
+    const usage = (await (await fetch(running.url + "/v1/usage?limit=1", { headers: { authorization: `Bearer ${key}` } })).json()) as { data: unknown[] };
+    if (usage.data.length > 0) break;
+    await Bun.sleep(50);
+  }
   await during();
   await Bun.sleep(300);
   running_ = false;
