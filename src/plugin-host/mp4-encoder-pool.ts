@@ -4,8 +4,8 @@
  * are pulled from the plugin's iterable only while fewer than FRAMES_IN_FLIGHT wait at the encoder,
  * so a lazy generator keeps memory flat. Each frame is copied into a buffer the worker gave back
  * after encoding an earlier one (spare frame buffers): a 1.6 MB allocation per frame on this thread
- * made the garbage collector run, on a large heap for tens of ms, several times per clip. The worker also keeps the first frame and one per second
- * (downscaled) and returns the video's thumbnail and spritesheet as JPEGs beside the MP4; they
+ * made the garbage collector run, on a large heap for tens of ms, several times per clip. The worker
+ * also keeps the first frame and one per second (downscaled) and returns the video's thumbnail and spritesheet as JPEGs beside the MP4; they
  * travel on the returned bytes (media/video-stills.ts). A worker is kept warm between jobs (its wasm compiled, its
  * heap grown: a warm pair rendered a 5 s clip in 1.9 s where a fresh one took 4.6 s) and closed
  * after IDLE_MS unused.

@@ -441,7 +441,8 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
       if (b.dropAfterChunks === i + 1) {
         // the connection closes mid-body (no chunked terminator: the client's read fails) with a FIN,
         // not a reset: a reset could overtake the chunks before it, and a client that had not read
-        // them yet lost them (a busy CI run saw no first byte, so the gateway rightly retried)
+        // them yet lost them (a busy CI run saw no first byte, so the gateway rightly retried).
+        // The wait lets node:http hand the chunks written through `res` to the socket before it ends.
         await Bun.sleep(20);
         rec.dropped = true; // the close that follows (the FIN's reply may come after a reset()) is not the client's
         res.socket?.end() ?? res.destroy();

@@ -18,6 +18,7 @@ import { MIGRATIONS } from "../../src/db/migrations.ts";
 import { startFakeOpenAI, type FakeOpenAI } from "../fakes/openai-upstream.ts";
 import { ADMIN_TOKEN, createTestDatabase, dropDatabase, testConfig } from "../support/harness.ts";
 import { expectInvariants } from "../billing/support.ts";
+import { eventually } from "../chat/chat-server.ts";
 import { buildFixture, FIXTURE_SECRET_KEY, type Fixture } from "./fixtures.ts";
 import { expectFixtureReadsBack } from "./readback.ts";
 
@@ -63,11 +64,7 @@ async function withLoad(running: Running, during: () => Promise<void>) {
   // the backup must catch something charged: wait for the first answer's usage row (GET /v1/usage
   // waits for the settlements under way), not a fixed time — a busy CI machine had answered nothing
   // 500 ms in, and the restored account had no charge to check
-  for (let t = 0; t < 200; t++) {
-    const usage = (await (await fetch(running.url + "/v1/usage?limit=1", { headers: { authorization: `Bearer ${key}` } })).json()) as { data: unknown[] };
-    if (usage.data.length > 0) break;
-    await Bun.sleep(50);
-  }
+  await eventually(async () => ((await (await fetch(running.url + "/v1/usage?limit=1", { headers: { authorization: `Bearer ${key}` } })).json()) as { data: unknown[] }).data.length > 0, 30_000);
   await during();
   await Bun.sleep(300);
   running_ = false;
