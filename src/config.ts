@@ -10,6 +10,14 @@ import ipaddr from "ipaddr.js";
 import type { ModelPricing } from "./plugin-sdk/index.ts";
 import { ConfigError } from "./errors.ts";
 import { loadModelsFile, type PlanConfig } from "./models-file.ts";
+import { blobStoreConfig, type BlobStoreConfig } from "./config/blob-store.ts";
+import { bool, int, str, type Env } from "./config/env.ts";
+import { oidcConfig, type OidcConfig } from "./config/oidc.ts";
+import { tracingConfig, type TracingConfig } from "./config/tracing.ts";
+
+export type { BlobStoreConfig, S3Config } from "./config/blob-store.ts";
+export type { OidcConfig } from "./config/oidc.ts";
+export type { TracingConfig } from "./config/tracing.ts";
 
 /** The credit engine's settings (billing/engine.ts), from REELAY_BILLING_* and REELAY_LEASE_* */
 export interface BillingConfig {
@@ -136,45 +144,6 @@ export interface Config {
   tracing: TracingConfig | null;
 }
 
-/** The standard OpenTelemetry exporter variables reelay reads, and its own content opt-in. */
-export interface TracingConfig {
-  /** the OTLP/HTTP traces URL (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT + /v1/traces) */
-  url: string;
-  /** OTEL_EXPORTER_OTLP_(TRACES_)HEADERS: `key=value,…`, values URL-decoded */
-  headers: Record<string, string>;
-  /** http/protobuf (the default) or http/json */
-  protocol: "http/protobuf" | "http/json";
-  /** OTEL_SERVICE_NAME, default "reelay" */
-  serviceName: string;
-  /** OTEL_TRACES_SAMPLER (default parentbased_always_on) and OTEL_TRACES_SAMPLER_ARG (its ratio, 0..1) */
-  sampler: "always_on" | "always_off" | "traceidratio" | "parentbased_always_on" | "parentbased_always_off" | "parentbased_traceidratio";
-  ratio: number;
-  /** OTEL_BSP_SCHEDULE_DELAY: longest a finished span waits to be exported in a batch, ms (default 5000) */
-  scheduleDelayMs: number;
-  /** REELAY_TRACE_CONTENT: record prompts and answers on the spans (gen_ai.input.messages / gen_ai.output.messages); default false */
-  content: boolean;
-}
-
-/** REELAY_BLOB_STORE and, for `s3`, REELAY_S3_* (AWS_* names are read as fallbacks) */
-export interface BlobStoreConfig {
-  kind: "postgres" | "s3";
-  s3: S3Config | null;
-  /** > 0: /content answers a 302 to a presigned URL valid this long (s3 only); 0: reelay streams the bytes */
-  presignSeconds: number;
-}
-
-export interface S3Config {
-  bucket: string;
-  /** e.g. https://s3.eu-west-1.amazonaws.com, https://<account>.r2.cloudflarestorage.com, http://minio:9000 */
-  endpoint: string | null;
-  region: string | null;
-  accessKeyId: string | null;
-  secretAccessKey: string | null;
-  sessionToken: string | null;
-  /** bucket in the host name (AWS style) instead of the path (MinIO and most emulators) */
-  virtualHostedStyle: boolean;
-}
-
 export interface WebhookConfig {
   /** CIDRs webhook URLs may point into besides public addresses (default none: loopback/private refused) */
   allowedNetworks: string[];
@@ -189,30 +158,6 @@ export interface WebhookConfig {
   concurrency: number;
   /** how often the worker looks for due deliveries when no notification woke it */
   pollMs: number;
-}
-
-type Env = Record<string, string | undefined>;
-
-function int(env: Env, key: string, def: number, min = 0, max = Number.MAX_SAFE_INTEGER): number {
-  const raw = env[key];
-  if (raw === undefined || raw === "") return def;
-  if (!/^-?\d+$/.test(raw.trim())) throw new ConfigError(key, `expected an integer, got "${raw}"`);
-  const n = Number(raw);
-  if (n < min || n > max) throw new ConfigError(key, `must be between ${min} and ${max}, got ${n}`);
-  return n;
-}
-
-function bool(env: Env, key: string, def: boolean): boolean {
-  const raw = env[key]?.trim().toLowerCase();
-  if (raw === undefined || raw === "") return def;
-  if (["1", "true", "on", "yes"].includes(raw)) return true;
-  if (["0", "false", "off", "no"].includes(raw)) return false;
-  throw new ConfigError(key, `expected on or off, got "${env[key]}"`);
-}
-
-function str(env: Env, key: string): string | null {
-  const v = env[key];
-  return v === undefined || v.trim() === "" ? null : v.trim();
 }
 
 /** Directory of the running program: beside the compiled binary, or the project root under `bun`. */
@@ -312,83 +257,8 @@ export function loadConfig(env: Env = process.env): Config {
       reclaimWaitMs: int(env, "REELAY_BILLING_RECLAIM_MS", 500, 0, 10_000),
       journal: bool(env, "REELAY_BILLING_JOURNAL", true),
     },
-    blobStore: blobStore(env),
-    tracing: tracing(env),
-  };
-}
-
-const SAMPLERS = ["always_on", "always_off", "traceidratio", "parentbased_always_on", "parentbased_always_off", "parentbased_traceidratio"] as const;
-
-/** Off unless an OTLP endpoint is set (and OTEL_SDK_DISABLED is not true). */
-function tracing(env: Env): TracingConfig | null {
-  if (bool(env, "OTEL_SDK_DISABLED", false)) return null;
-  const signal = str(env, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
-  const base = str(env, "OTEL_EXPORTER_OTLP_ENDPOINT");
-  if (!signal && !base) return null;
-  // the spec: the signal's own variable is used as is; the base one gets /v1/traces appended
-  const url = signal ?? `${base!.replace(/\/+$/, "")}/v1/traces`;
-  const key = signal ? "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" : "OTEL_EXPORTER_OTLP_ENDPOINT";
-  if (!/^https?:\/\/[^/]/.test(url)) throw new ConfigError(key, `must be an http or https URL, got "${url}"`);
-  const protocol = str(env, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") ?? str(env, "OTEL_EXPORTER_OTLP_PROTOCOL") ?? "http/protobuf";
-  if (protocol !== "http/protobuf" && protocol !== "http/json") throw new ConfigError("OTEL_EXPORTER_OTLP_PROTOCOL", `must be http/protobuf or http/json (gRPC is not built in), got "${protocol}"`);
-  const sampler = (str(env, "OTEL_TRACES_SAMPLER") ?? "parentbased_always_on").toLowerCase();
-  if (!(SAMPLERS as readonly string[]).includes(sampler)) throw new ConfigError("OTEL_TRACES_SAMPLER", `must be one of ${SAMPLERS.join(", ")}, got "${sampler}"`);
-  const rawRatio = str(env, "OTEL_TRACES_SAMPLER_ARG");
-  const ratio = rawRatio === null ? 1 : Number(rawRatio);
-  if (!Number.isFinite(ratio) || ratio < 0 || ratio > 1) throw new ConfigError("OTEL_TRACES_SAMPLER_ARG", `must be a number from 0 to 1, got "${rawRatio}"`);
-  return {
-    url, protocol, ratio,
-    sampler: sampler as TracingConfig["sampler"],
-    headers: { ...otlpHeaders(env, "OTEL_EXPORTER_OTLP_HEADERS"), ...otlpHeaders(env, "OTEL_EXPORTER_OTLP_TRACES_HEADERS") },
-    serviceName: str(env, "OTEL_SERVICE_NAME") ?? "reelay",
-    scheduleDelayMs: int(env, "OTEL_BSP_SCHEDULE_DELAY", 5_000, 1, 600_000),
-    content: bool(env, "REELAY_TRACE_CONTENT", false),
-  };
-}
-
-/** `api-key=secret,x-org=a%20b`: the W3C baggage-like list the OTLP exporter spec uses */
-function otlpHeaders(env: Env, key: string): Record<string, string> {
-  const raw = str(env, key);
-  const out: Record<string, string> = {};
-  if (!raw) return out;
-  for (const pair of raw.split(",")) {
-    const at = pair.indexOf("=");
-    if (at <= 0) throw new ConfigError(key, "expected comma-separated key=value pairs");
-    try {
-      out[pair.slice(0, at).trim()] = decodeURIComponent(pair.slice(at + 1).trim());
-    } catch {
-      throw new ConfigError(key, `the value of "${pair.slice(0, at).trim()}" is not URL-encoded correctly`);
-    }
-  }
-  return out;
-}
-
-function blobStore(env: Env): BlobStoreConfig {
-  const kind = str(env, "REELAY_BLOB_STORE") ?? "postgres";
-  if (kind !== "postgres" && kind !== "s3") throw new ConfigError("REELAY_BLOB_STORE", `must be postgres or s3, got "${kind}"`);
-  const presignSeconds = int(env, "REELAY_S3_PRESIGN_SECONDS", 0, 0, 7 * 86_400);
-  if (kind === "postgres") {
-    if (presignSeconds > 0) throw new ConfigError("REELAY_S3_PRESIGN_SECONDS", "presigned redirects need REELAY_BLOB_STORE=s3");
-    return { kind, s3: null, presignSeconds: 0 };
-  }
-  const pick = (...keys: string[]) => keys.map((k) => str(env, k)).find((v) => v !== null) ?? null;
-  const bucket = pick("REELAY_S3_BUCKET", "S3_BUCKET", "AWS_BUCKET");
-  if (!bucket) throw new ConfigError("REELAY_S3_BUCKET", "REELAY_BLOB_STORE=s3 needs a bucket name");
-  const endpoint = pick("REELAY_S3_ENDPOINT", "S3_ENDPOINT", "AWS_ENDPOINT");
-  if (endpoint && !/^https?:\/\//.test(endpoint)) throw new ConfigError("REELAY_S3_ENDPOINT", "must be an http or https URL");
-  return {
-    kind,
-    presignSeconds,
-    s3: {
-      bucket,
-      endpoint,
-      region: pick("REELAY_S3_REGION", "S3_REGION", "AWS_REGION"),
-      accessKeyId: pick("REELAY_S3_ACCESS_KEY_ID", "S3_ACCESS_KEY_ID", "AWS_ACCESS_KEY_ID"),
-      secretAccessKey: pick("REELAY_S3_SECRET_ACCESS_KEY", "S3_SECRET_ACCESS_KEY", "AWS_SECRET_ACCESS_KEY"),
-      sessionToken: pick("REELAY_S3_SESSION_TOKEN", "S3_SESSION_TOKEN", "AWS_SESSION_TOKEN"),
-      // path style unless told otherwise: what MinIO, R2 and emulators take; AWS takes both
-      virtualHostedStyle: !bool(env, "REELAY_S3_PATH_STYLE", true),
-    },
+    blobStore: blobStoreConfig(env),
+    tracing: tracingConfig(env),
   };
 }
 
@@ -449,43 +319,3 @@ export function parseCorsOrigins(raw: string | null): CorsOrigins {
   return list;
 }
 
-export interface OidcConfig {
-  /** the IdP's issuer URL; its /.well-known/openid-configuration is read at the first sign-in */
-  issuer: string;
-  clientId: string;
-  clientSecret: string | null;
-  /** where the IdP sends the browser back (null: this server's origin + /console/sso/callback) */
-  redirectUrl: string | null;
-  scopes: string;
-  /** the ID-token claim holding the role or groups (a string or an array of strings) */
-  roleClaim: string;
-  /** claim value → role; a value that is itself a role name maps to that role */
-  roleMap: Record<string, "admin" | "billing" | "support" | "viewer">;
-  idleMinutes: number;
-  maxHours: number;
-}
-
-function oidcConfig(env: Env): OidcConfig | null {
-  const issuer = str(env, "REELAY_OIDC_ISSUER");
-  if (!issuer) return null;
-  const clientId = str(env, "REELAY_OIDC_CLIENT_ID");
-  if (!clientId) throw new ConfigError("REELAY_OIDC_CLIENT_ID", "is required with REELAY_OIDC_ISSUER");
-  const roleMap: OidcConfig["roleMap"] = {};
-  for (const pair of (str(env, "REELAY_OIDC_ROLE_MAP") ?? "").split(",").map((p) => p.trim()).filter(Boolean)) {
-    const at = pair.lastIndexOf("=");
-    const role = pair.slice(at + 1).trim();
-    if (at <= 0 || !["admin", "billing", "support", "viewer"].includes(role)) throw new ConfigError("REELAY_OIDC_ROLE_MAP", `"${pair}": expected VALUE=admin|billing|support|viewer, comma-separated`);
-    roleMap[pair.slice(0, at).trim()] = role as OidcConfig["roleMap"][string];
-  }
-  return {
-    issuer: issuer.replace(/\/+$/, ""),
-    clientId,
-    clientSecret: str(env, "REELAY_OIDC_CLIENT_SECRET"),
-    redirectUrl: str(env, "REELAY_OIDC_REDIRECT_URL"),
-    scopes: str(env, "REELAY_OIDC_SCOPES") ?? "openid profile email",
-    roleClaim: str(env, "REELAY_OIDC_ROLE_CLAIM") ?? "groups",
-    roleMap,
-    idleMinutes: int(env, "REELAY_SESSION_IDLE_MINUTES", 30, 1, 7 * 24 * 60),
-    maxHours: int(env, "REELAY_SESSION_MAX_HOURS", 12, 1, 24 * 30),
-  };
-}

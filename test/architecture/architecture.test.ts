@@ -46,7 +46,7 @@ describe("docs/architecture.md", () => {
  * need with `import type { AppDeps } from "src/deps.ts"` (types only, nothing runs).
  */
 const LAYERS: Array<{ name: string; parts: string[] }> = [
-  { name: "foundation", parts: ["config.ts", "models-file.ts", "errors.ts", "ids.ts", "logger.ts", "background.ts", "lifecycle.ts", "db", "net", "media", "text", "plugin-sdk"] },
+  { name: "foundation", parts: ["config.ts", "config", "models-file.ts", "errors.ts", "ids.ts", "logger.ts", "background.ts", "lifecycle.ts", "db", "net", "media", "text", "plugin-sdk"] },
   { name: "services", parts: ["billing", "accounts", "auth", "rate-limit", "registry", "plugin-host", "ops", "usage", "blob-store", "operators", "audit"] },
   { name: "HTTP", parts: ["http"] },
   { name: "route modules", parts: ["modules"] },
