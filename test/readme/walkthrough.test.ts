@@ -101,8 +101,10 @@ describe("the docs say how each block is checked", () => {
       "starts the server", "server running", "server running", "server running", "server running", "file tour.ts", "server running",
       // Batches: curl, then the SDK example written and run
       "server running", "file batch.ts", "server running",
+      // Running in production: migrate --check and a backup, on the stopped server's data
+      "server stopped",
     ]);
-    expect(byKind("server stopped").map(where)).toEqual([expect.stringMatching(/^docs\/operations\.md:/)]);
+    expect(byKind("server stopped").map(where)).toEqual([expect.stringMatching(/^README\.md:/), expect.stringMatching(/^docs\/operations\.md:/)]);
   });
 
   test("every block of the README and of the pages moved out of it carries a marker", () => {
@@ -226,4 +228,11 @@ test("the tour and the docs' examples run as written against `npm start`, then t
   expect(audit.every((a) => a.actor.type === "cli")).toBe(true);
   expect(cli.out).toContain('"balance": 14750000'); // 5 USD + 10 USD granted − 0.25 USD adjusted
   expect(cli.out).toContain("keys create --account ACCOUNT_ID"); // help
+  // the README's production section: nothing pending on a data dir the server migrated, and a backup that unpacks
+  expect(cli.out).toContain('{"pending":[],"database":"pglite"}');
+  const backup = cli.out.match(/"file":"([^"]+\.tar\.gz)"/)?.[1];
+  expect(backup).toBeTruthy();
+  const listing = Bun.spawnSync(["tar", "-tzf", backup!]);
+  expect({ code: listing.exitCode, version: listing.stdout.toString().split("\n").some((l) => l.endsWith("PG_VERSION")) }).toEqual({ code: 0, version: true });
+  rmSync(dirname(backup!), { recursive: true, force: true }); // the block's mktemp -d
 }, 240_000);
