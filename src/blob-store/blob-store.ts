@@ -21,9 +21,9 @@ export interface BlobStore {
   /** the object's bytes (or `span` of them) as a stream read as it is consumed; null when there is no such object */
   get(key: string, span?: ByteSpan): Promise<ReadableStream<Uint8Array> | null>;
   /**
-   * Like get(), for the body of an HTTP response only: a chunk may be overwritten once a few more
-   * have been asked for (Bun.serve copies each as it sends it), so a long download allocates
-   * nothing per chunk (s3-response-body.ts). Stores without it are served with get().
+   * Like get(), for the body of an HTTP response only: a stream Bun.serve sends on as it is (S3:
+   * the GET's own body, which Bun pipes natively to the client at the client's pace, with no chunk
+   * passing through JavaScript). Stores without it are served with get().
    */
   getForResponse?(key: string, span?: ByteSpan): Promise<ReadableStream<Uint8Array> | null>;
   /** delete these objects; a missing one is not an error */

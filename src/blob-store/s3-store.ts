@@ -2,13 +2,12 @@
  * Blobs in S3-compatible object storage (AWS S3, Cloudflare R2, MinIO …) through Bun's built-in
  * S3Client: no SDK to bundle. Writes of a stream go up as a multipart upload (parts of PART_BYTES,
  * so memory stays at a few parts whatever the object's size); reads are ranged GETs streamed
- * a chunk at a time as the reader asks, and /content's large downloads one GET over a plain socket
- * into reused buffers (s3-response-body.ts); presigned GETs let /content redirect instead of relaying the bytes.
+ * a chunk at a time as the reader asks; /content's large downloads are one GET whose body Bun.serve
+ * sends on as it is (getForResponse); presigned GETs let /content redirect instead of relaying the bytes.
  */
 import { S3Client, type S3File } from "bun";
 import type { S3Config } from "../config.ts";
 import { BlobStoreError, type BlobStore } from "./blob-store.ts";
-import { getObjectResponse } from "./s3-response-body.ts";
 
 /** S3's smallest part is 5 MiB */
 const PART_BYTES = 5 * 1024 * 1024;
@@ -16,6 +15,8 @@ const PART_BYTES = 5 * 1024 * 1024;
 const READ_CHUNK_BYTES = 512 * 1024;
 /** the URL a response body is read from is used at once; a minute covers a slow connect */
 const PRESIGN_READ_SECONDS = 60;
+/** a store that sends nothing for this long has failed the download */
+const IDLE_TIMEOUT_MS = 30_000;
 
 export function s3BlobStore(config: S3Config): BlobStore {
   const client = new S3Client({
@@ -85,15 +86,29 @@ export function s3BlobStore(config: S3Config): BlobStore {
       const start = span?.start ?? 0;
       const end = Math.min(span?.end ?? info.size - 1, info.size - 1);
       if (start > end) return new ReadableStream<Uint8Array>({ start: (c) => c.close() });
-      let r: Awaited<ReturnType<typeof getObjectResponse>>;
+      let res: Response;
       try {
-        r = await getObjectResponse(file.presign({ method: "GET", expiresIn: PRESIGN_READ_SECONDS }), { start, end });
+        // `timeout` is Bun's idle timer: it runs while a slow client holds the download back too
+        res = await fetch(file.presign({ method: "GET", expiresIn: PRESIGN_READ_SECONDS }), {
+          headers: { range: `bytes=${start}-${end}`, "accept-encoding": "identity" },
+          timeout: IDLE_TIMEOUT_MS,
+        } as RequestInit);
       } catch (e) {
         throw fail(`read ${key}`, e);
       }
-      if (r.status === 404) return null;
-      if (!r.body) throw fail(`read ${key}`, new Error(`${r.status}: ${r.error?.slice(0, 300) ?? ""}`));
-      return r.body;
+      if (res.status === 404) {
+        await res.body?.cancel();
+        return null;
+      }
+      const length = Number(res.headers.get("content-length"));
+      // a store that ignored the Range header answers 200 with the whole object: right only when that was asked for
+      const whole = res.status === 200 && start === 0 && end === info.size - 1;
+      if ((res.status !== 206 && !whole) || length !== end - start + 1 || !res.body) {
+        const detail = res.status === 206 || res.status === 200 ? `${length} bytes for a span of ${end - start + 1}` : (await res.text().catch(() => "")).slice(0, 300);
+        await res.body?.cancel().catch(() => {});
+        throw fail(`read ${key}`, new Error(`${res.status}: ${detail}`));
+      }
+      return res.body;
     },
     async delete(keys) {
       try {
