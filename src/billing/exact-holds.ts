@@ -182,7 +182,7 @@ export async function holdMany(tx: Tx, holds: readonly GroupHold[]): Promise<Arr
     ), win AS (
       -- the scalar subquery runs first (an InitPlan): the accounts are locked before any window
       SELECT id, limit_amount, spent, held FROM budget_windows
-      WHERE id IN (SELECT unnest(w) FROM b) AND (SELECT count(*) FROM acc) >= 0 ORDER BY id FOR UPDATE
+      WHERE id = ANY (ARRAY(SELECT unnest(w) FROM b)) AND (SELECT count(*) FROM acc) >= 0 ORDER BY id FOR UPDATE
     ), bw AS (
       -- each hold in each of its windows, with the sum of the group's holds up to it in that window
       SELECT b.i, u.w, sum(b.x) OVER (PARTITION BY u.w ORDER BY b.i) AS cum FROM b CROSS JOIN LATERAL unnest(b.w) AS u(w)

@@ -121,12 +121,13 @@ export async function settleBatch(tx: Tx, settlements: ReadonlyArray<Settlement 
     ), acc AS (
       -- the scalar subquery runs first (an InitPlan): every hold is locked before any account
       SELECT id, balance, held FROM accounts
-      WHERE id IN (SELECT a FROM fresh) AND (SELECT count(*) FROM hl) >= 0
+      WHERE id = ANY (ARRAY(SELECT a FROM fresh)) AND (SELECT count(*) FROM hl) >= 0
       ORDER BY id FOR UPDATE
     ), wl AS (
       -- budget windows of the settled holds and leases, after the accounts (the lock order of every billing statement)
       SELECT id, budget_id, limit_amount, spent, held FROM budget_windows
-      WHERE id IN (SELECT unnest(hl.windows) FROM hl WHERE hl.id IN (SELECT h FROM fresh)) AND (SELECT count(*) FROM acc) >= 0
+      -- (= ANY (ARRAY(...)) as for the holds: windows are kept, one per budget and period, and IN read them all)
+      WHERE id = ANY (ARRAY(SELECT unnest(hl.windows) FROM hl WHERE hl.id IN (SELECT h FROM fresh))) AND (SELECT count(*) FROM acc) >= 0
       ORDER BY id FOR UPDATE
     ), cov AS (
       SELECT f.*, hl.kind AS hk, COALESCE(hl.amount, 0) AS ha, COALESCE(hl.state = 'open', false) AS ho, hl.windows AS hw,
