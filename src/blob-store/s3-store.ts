@@ -18,6 +18,8 @@ const PRESIGN_READ_SECONDS = 60;
 /** a store that sends nothing for this long has failed the download */
 const IDLE_TIMEOUT_MS = 30_000;
 
+const emptyBody = () => new ReadableStream<Uint8Array>({ start: (c) => c.close() });
+
 export function s3BlobStore(config: S3Config): BlobStore {
   const client = new S3Client({
     bucket: config.bucket,
@@ -82,7 +84,7 @@ export function s3BlobStore(config: S3Config): BlobStore {
     async getForResponse(key, span) {
       // one GET, no HEAD first: the caller knows the object's size (its span is within it), and
       // the answer's own status, Content-Range and Content-Length say whether the store agrees
-      if (span && span.start > span.end) return new ReadableStream<Uint8Array>({ start: (c) => c.close() });
+      if (span && span.start > span.end) return emptyBody();
       const file = client.file(key);
       let res: Response;
       try {
@@ -101,18 +103,16 @@ export function s3BlobStore(config: S3Config): BlobStore {
       if (res.status === 416 && span) {
         // the span starts past the object's end: nothing to send, as get() answers
         await res.body?.cancel();
-        return new ReadableStream<Uint8Array>({ start: (c) => c.close() });
+        return emptyBody();
       }
       const length = Number(res.headers.get("content-length"));
       // 206: the span the store sends must start where asked and run to the asked end or the object's
       // last byte; 200: the whole object, right only when it was asked for (no span, or a span from 0
       // to at least its end: a store that ignores Range answers 200)
       const range = /^bytes (\d+)-(\d+)\/(\d+)$/.exec(res.headers.get("content-range") ?? "");
-      const total = res.status === 206 && range ? Number(range[3]) : res.status === 200 ? length : NaN;
-      const expected = span ? Math.min(span.end, total - 1) - span.start + 1 : total;
       const ok = res.status === 206
-        ? range !== null && span !== undefined && Number(range[1]) === span.start && length === expected
-        : res.status === 200 && (span === undefined || (span.start === 0 && span.end >= total - 1)) && Number.isFinite(length);
+        ? span !== undefined && range !== null && Number(range[1]) === span.start && length === Math.min(span.end, Number(range[3]) - 1) - span.start + 1
+        : res.status === 200 && Number.isFinite(length) && (span === undefined || (span.start === 0 && span.end >= length - 1));
       if (!ok || !res.body) {
         const detail = res.status === 206 || res.status === 200 ? `${length} bytes (${res.headers.get("content-range") ?? "no Content-Range"}) for ${span ? `bytes ${span.start}-${span.end}` : "the whole object"}` : (await res.text().catch(() => "")).slice(0, 300);
         await res.body?.cancel().catch(() => {});
