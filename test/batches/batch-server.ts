@@ -9,6 +9,7 @@ import { join } from "node:path";
 import OpenAI, { toFile } from "openai";
 import { startFakeOpenAI, type FakeOpenAI } from "../fakes/openai-upstream.ts";
 import { startTestServer, type TestServer } from "../support/harness.ts";
+import type { Logger } from "../../src/logger.ts";
 
 /** live prices (micro-dollars per million tokens); batch lines pay half unless a model says otherwise */
 export const PRICING = { inputPerMillion: 3_000_000, outputPerMillion: 15_000_000 };
@@ -45,7 +46,7 @@ export function modelsFile(dir: string, fakeUrl: string): string {
   return file;
 }
 
-export async function startBatchServer(env: Record<string, string> = {}, opts: { pglite?: boolean; clock?: () => number; fake?: FakeOpenAI } = {}): Promise<BatchServer> {
+export async function startBatchServer(env: Record<string, string> = {}, opts: { pglite?: boolean; clock?: () => number; fake?: FakeOpenAI; logger?: Logger } = {}): Promise<BatchServer> {
   const fake = opts.fake ?? (await startFakeOpenAI());
   const dir = mkdtempSync(join(tmpdir(), "reelay-batches-"));
   const s = await startTestServer({ REELAY_MODELS_FILE: modelsFile(dir, fake.url), REELAY_SCHEDULER_POLL_MS: "50", REELAY_BATCH_SLICE_LINES: "10", ...env }, opts);

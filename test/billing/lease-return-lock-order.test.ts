@@ -11,7 +11,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { sql } from "drizzle-orm";
 import { openLease, requestLeaseReturns } from "../../src/billing/lease-statements.ts";
 import { query } from "../../src/db/index.ts";
-import { expectInvariants, fundedAccount, openPostgres, type BillingDb } from "./support.ts";
+import { expectInvariants, fundedAccount, openPostgres, someoneWaitsOnALock, type BillingDb } from "./support.ts";
 
 let pg: BillingDb;
 beforeAll(async () => {
@@ -28,20 +28,11 @@ test("asking for lease returns while a settlement holds one of the leases waits 
   const [low, high] = ["lease_a_lockorder", "lease_b_lockorder"];
   for (const id of [high, low]) expect(await openLease(db, { id, accountId: acct, owner: "other-instance", need: 1_000, want: 100_000, sharePermille: 1000, ttlMs: 60_000 })).toBeGreaterThan(0);
 
-  const waitingOnALock = async () => {
-    for (let i = 0; i < 500; i++) {
-      const [row] = await query<{ n: number }>(db, sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
-      if (row!.n > 0) return;
-      await Bun.sleep(10);
-    }
-    throw new Error("the ask never waited on the settlement's lock");
-  };
-
   let ask: Promise<number> | null = null;
   const settlement = await db.transaction(async (tx) => {
     await query(tx, sql`SELECT id FROM holds WHERE id = ${low} FOR UPDATE`);
     ask = requestLeaseReturns(db, acct, "this-instance");
-    await waitingOnALock();
+    await someoneWaitsOnALock(db, "the ask");
     // the settlement goes on to its next hold, in id order
     const rows = await query<{ id: string }>(tx, sql`SELECT id FROM holds WHERE id = ${high} FOR UPDATE`);
     return rows.map((r) => r.id);

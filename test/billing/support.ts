@@ -185,3 +185,13 @@ export async function expectWindowInvariants(db: Tx, accountIds: string[]) {
       .toEqual({ window: w.id, held: w.openHolds, spent: w.usageCost, within: true, nonNegative: true });
   }
 }
+
+/** Resolves once a session of this database waits on a lock (a forced interleaving's step); throws after ~5 s. */
+export async function someoneWaitsOnALock(db: Tx, what: string): Promise<void> {
+  for (let i = 0; i < 500; i++) {
+    const [row] = await query<{ n: number }>(db, sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
+    if (row!.n > 0) return;
+    await Bun.sleep(10);
+  }
+  throw new Error(`${what} never waited on a lock`);
+}

@@ -17,8 +17,9 @@ test("items arriving during a write are written together in the next group", asy
   expect(groups).toEqual([[1], [2, 3, 4]]);
 });
 
-test("a failing group is written again item by item: only the bad item is rejected", async () => {
+test("a failing group is written again item by item: only the bad item is rejected, and the group's failure is told once", async () => {
   const written: number[] = [];
+  const failures: Array<[string, number]> = [];
   let release!: () => void;
   const first = new Promise<void>((r) => (release = r));
   let calls = 0;
@@ -26,13 +27,14 @@ test("a failing group is written again item by item: only the bad item is reject
     if (calls++ === 0) await first;
     if (items.includes(13)) throw new Error("bad item");
     written.push(...items);
-  });
+  }, 200, (e, n) => failures.push([(e as Error).message, n]));
   const head = g.add(0);
   const results = [11, 12, 13, 14].map((i) => g.add(i).then(() => "ok", (e: Error) => e.message));
   release();
   await head;
   expect(await Promise.all(results)).toEqual(["ok", "ok", "bad item", "ok"]);
   expect(written).toEqual([0, 11, 12, 14]);
+  expect(failures).toEqual([["bad item", 4]]);
 });
 
 test("groups are at most maxGroup items", async () => {

@@ -21,7 +21,8 @@ export class GroupCommit<I> {
   private queue: Array<Pending<I>> = [];
   private flushing = false;
 
-  constructor(private readonly write: Write<I>, private readonly maxGroup = 200) {}
+  /** `failed`: told when a group's write fails as a whole (its items are then written one by one) */
+  constructor(private readonly write: Write<I>, private readonly maxGroup = 200, private readonly failed?: (err: unknown, items: number) => void) {}
 
   /** Write `item` with the next group; resolves when it is committed. */
   add(item: I): Promise<void> {
@@ -41,7 +42,10 @@ export class GroupCommit<I> {
           for (const p of group) p.resolve();
         } catch (e) {
           if (group.length === 1) group[0]!.reject(e);
-          else for (const p of group) await this.write([p.item]).then(p.resolve, p.reject);
+          else {
+            this.failed?.(e, group.length);
+            for (const p of group) await this.write([p.item]).then(p.resolve, p.reject);
+          }
         }
       }
     } finally {
