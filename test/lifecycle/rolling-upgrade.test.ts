@@ -8,7 +8,10 @@
  * answer charged once, the ledger equals the balance.
  *
  * Cost: the first run on a machine builds the old binary (npm ci + compile.sh: 2–5 minutes); later
- * runs find it in the cache ($REELAY_RELEASE_CACHE, default $TMPDIR/reelay-releases).
+ * runs find it in the cache ($REELAY_RELEASE_CACHE, default $TMPDIR/reelay-releases). test/timings.json
+ * gives it the cold-cache time (a fresh machine's CI: 303 s, of which the test ~22 s), so the test
+ * runner starts it first instead of late in a shard that then ends minutes after the others (keep it
+ * when `--record` rewrites the file on a machine with the cache warm).
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
