@@ -14,7 +14,33 @@ import { createTestDatabase, dropDatabase } from "../support/harness.ts";
 
 let url: string;
 let database: Database;
-interface Relayed { upstream?: Socket<{ client: Socket<Relayed> }>; pending: Uint8Array[] }
+
+/**
+ * Writes to a Bun socket in order, whole: `socket.write` takes what fits in the socket's buffer and
+ * returns how much (a 1.5 MB statement under load: less), so the rest waits for `drain`. Writing
+ * without this dropped the rest of a large message, and the pool waited for the server's answer to
+ * a statement the server never got whole (the test hung in 1 of ~12 runs on a loaded machine).
+ */
+class Outbox {
+  private queue: Uint8Array[] = [];
+  constructor(private readonly socket: { write(b: Uint8Array): number }) {}
+  /** `chunk` is copied if it must wait (Bun reuses a data callback's buffer) */
+  write(chunk: Uint8Array): void {
+    if (this.queue.length > 0) return void this.queue.push(new Uint8Array(chunk));
+    const n = this.socket.write(chunk);
+    if (n < chunk.byteLength) this.queue.push(new Uint8Array(chunk.subarray(Math.max(0, n))));
+  }
+  drain(): void {
+    while (this.queue.length > 0) {
+      const head = this.queue[0]!;
+      const n = this.socket.write(head);
+      if (n < head.byteLength) return void (this.queue[0] = head.subarray(Math.max(0, n)));
+      this.queue.shift();
+    }
+  }
+}
+
+interface Relayed { upstream?: Socket<{ client: Socket<Relayed> }>; toServer?: Outbox; toClient: Outbox; pending: Uint8Array[] }
 let relay: TCPSocketListener<Relayed>;
 let sentToServer = 0;
 
@@ -27,26 +53,28 @@ beforeAll(async () => {
     port: 0,
     socket: {
       async open(client) {
-        client.data = { pending: [] };
+        client.data = { pending: [], toClient: new Outbox(client) };
         const upstream = await Bun.connect<{ client: Socket<Relayed> }>({
           hostname: target.hostname,
           port: Number(target.port || 5432),
           data: { client },
           socket: {
-            data: (s, chunk) => void s.data.client.write(chunk),
+            data: (s, chunk) => s.data.client.data.toClient.write(chunk),
+            drain: (s) => s.data.client.data.toServer?.drain(),
             close: (s) => void s.data.client.end(),
             error: (s) => void s.data.client.end(),
           },
         });
         client.data.upstream = upstream;
-        for (const chunk of client.data.pending) upstream.write(chunk);
+        client.data.toServer = new Outbox(upstream);
+        for (const chunk of client.data.pending) client.data.toServer.write(chunk);
       },
       data(client, chunk) {
         sentToServer += chunk.byteLength;
-        const copy = new Uint8Array(chunk);
-        if (client.data.upstream) client.data.upstream.write(copy);
-        else client.data.pending.push(copy);
+        if (client.data.toServer) client.data.toServer.write(chunk);
+        else client.data.pending.push(new Uint8Array(chunk));
       },
+      drain: (client) => client.data.toClient.drain(),
       close: (client) => void client.data.upstream?.end(),
     },
   });
