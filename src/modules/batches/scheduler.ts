@@ -8,13 +8,13 @@
  *
  * At most `slots` = REELAY_BATCH_CONCURRENCY × REELAY_BATCH_SHARE % lines per instance are in
  * their upstream call at once (upstream-places.ts), so live traffic keeps the rest of the
- * upstreams' concurrency; up to `8 × slots` lines are under way, the others waiting for their
- * group commit (their hold's, or their result's: one writer, holds and results in one transaction), so those commits overlap other lines' upstream calls. A
- * line's result and its charge commit in one transaction (writeLineResults + settleBatch, for a
- * group of lines: group-commit.ts), keyed by (batch, custom_id): a line cut off by a kill -9 after
- * its upstream call but before that commit runs again on the instance that takes the slice over —
- * its upstream call is repeated (at most `4 × slots` lines per killed instance: those past their
- * hold and not committed), its charge and
+ * upstreams' concurrency; up to `8 × slots` lines are under way, the others waiting for a group
+ * commit (of their hold or of their result: one writer takes both in one transaction), so those
+ * commits overlap other lines' upstream calls. A line's result and its charge commit in one
+ * transaction (writeLineResults + settleBatch, for a group of lines: group-commit.ts), keyed by
+ * (batch, custom_id): a line cut off by a kill -9 after its upstream call but before that commit
+ * runs again on the instance that takes the slice over — its upstream call is repeated (at most
+ * `4 × slots` lines per killed instance: those past their hold and not committed), its charge and
  * output line are written once.
  */
 import { every, type BackgroundTask } from "../../background.ts";
