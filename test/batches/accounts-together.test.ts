@@ -8,8 +8,11 @@
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { Writable } from "node:stream";
-import postgres from "postgres";
+import { sql } from "drizzle-orm";
+import { idList } from "../../src/billing/window-statements.ts";
+import { openDatabase, query } from "../../src/db/index.ts";
 import { createLogger } from "../../src/logger.ts";
+import { accountState, expectInvariants } from "../billing/support.ts";
 import { chatLine, fileLines, startBatchServer, uploadBatchFile, usageRows, waitForBatch, type BatchServer } from "./batch-server.ts";
 
 let t: BatchServer;
@@ -52,7 +55,7 @@ test("four accounts' batches at once beside their live requests: every line char
   await Promise.all(liveLoops);
   expect(live).toBeGreaterThan(0);
 
-  const sql = postgres(t.s.databaseUrl!, { max: 1 });
+  const database = await openDatabase({ databaseUrl: t.s.databaseUrl!, dataDir: "/nonexistent", poolSize: 1 });
   try {
     for (const [i, c] of accounts.entries()) {
       const b = done[i]!;
@@ -68,21 +71,16 @@ test("four accounts' batches at once beside their live requests: every line char
       const spent = rows.reduce((n, u) => n + u.cost, 0);
       const acct = await c.get("/v1/account");
       expect([acct.balance, acct.held]).toEqual([credits - spent, 0]);
-      // in the database: Σ ledger amount = balance, Σ held_change = held = what open holds and leases reserve (live requests' leases may stay open), no line's hold left open
-      const [db] = await sql<{ balance: number; held: number; ledger_amount: number; ledger_held: number; reserved: number; open_requests: number }[]>`
-        SELECT a.balance::float8 AS balance, a.held::float8 AS held,
-          (SELECT COALESCE(sum(amount), 0) FROM ledger WHERE account_id = a.id)::float8 AS ledger_amount,
-          (SELECT COALESCE(sum(held_change), 0) FROM ledger WHERE account_id = a.id)::float8 AS ledger_held,
-          (SELECT COALESCE(sum(amount), 0) FROM holds WHERE account_id = a.id AND state = 'open')::float8 AS reserved,
-          (SELECT count(*) FROM holds WHERE account_id = a.id AND state = 'open' AND kind <> 'lease')::float8 AS open_requests
-        FROM accounts a WHERE a.id = ${c.accountId}`;
-      expect(db!.balance).toBe(acct.balance);
-      expect([db!.ledger_amount, db!.ledger_held, db!.reserved, db!.open_requests]).toEqual([db!.balance, db!.held, db!.held, 0]);
+      expect((await accountState(database.db, c.accountId)).balance).toBe(acct.balance);
       const view = (await (await t.s.admin(`/admin/keys/${c.keyId}/budgets`)).json()) as any;
       expect(view.data[0].window).toMatchObject({ spent, reserved: 0 });
     }
+    // in the database: Σ ledger amount = balance, Σ held_change = held = what open holds and leases reserve (live requests' leases may stay open); no line's hold left open
+    await expectInvariants(database.db, accounts.map((c) => c.accountId));
+    const open = await query(database.db, sql`SELECT id FROM holds WHERE account_id = ANY (${idList(accounts.map((c) => c.accountId))}) AND state = 'open' AND kind <> 'lease'`);
+    expect(open).toEqual([]);
   } finally {
-    await sql.end();
+    await database.close();
   }
   expect(problems).toEqual([]);
 }, 120_000);

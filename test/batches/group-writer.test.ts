@@ -13,19 +13,17 @@ import { sql } from "drizzle-orm";
 import * as billing from "../../src/billing/index.ts";
 import { query, type Tx } from "../../src/db/index.ts";
 import { writeGroup, type HoldItem } from "../../src/modules/batches/line-ledger.ts";
-import { expectInvariants, fundedAccount, openPostgres, someoneWaitsOnALock, usageFor, type BillingDb } from "../billing/support.ts";
+import { budgetsVersionOf, expectInvariants, fundedAccount, openPostgres, someoneWaitsOnALock, usageFor, type BillingDb } from "../billing/support.ts";
 
 let pg: BillingDb;
 beforeAll(async () => { pg = await openPostgres(4); });
 afterAll(async () => { await pg?.dispose(); });
 
-const versionOf = async (acct: string) => Number((await query<{ v: number }>(pg.db, sql`SELECT budgets_version AS v FROM accounts WHERE id = ${acct}`))[0]!.v);
-
 test("a group settling account B's line and holding for account A, while a live settlement holds A and wants B: no deadlock, both done", async () => {
   const db = pg.db;
   const [a, b] = [await fundedAccount(db, 1_000_000), await fundedAccount(db, 1_000_000)].sort();
   const hb = await billing.hold(db, { accountId: b!, amount: 5_000, ref: "line-b", reason: "batch line", expiresAt: new Date(Date.now() + 60_000) });
-  const want: HoldItem = { kind: "hold", hold: { accountId: a!, amount: 3_000, ref: "line-a", reason: "batch line", expiresAt: new Date(Date.now() + 60_000), budget: { windows: [], version: await versionOf(a!), now: Date.now() } }, id: null };
+  const want: HoldItem = { kind: "hold", hold: { accountId: a!, amount: 3_000, ref: "line-a", reason: "batch line", expiresAt: new Date(Date.now() + 60_000), budget: { windows: [], version: await budgetsVersionOf(db, a!), now: Date.now() } }, id: null };
   const result = { kind: "result" as const };
   const warnings: unknown[] = [];
   const writeResults = async (tx: Tx) => {

@@ -7,14 +7,14 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { sql } from "drizzle-orm";
 import * as billing from "../../src/billing/index.ts";
 import { query } from "../../src/db/index.ts";
-import { accountState, expectInvariants, fundedAccount, openPostgres, release, settle, type BillingDb } from "./support.ts";
+import { accountState, budgetsVersionOf, expectInvariants, fundedAccount, openPostgres, release, settle, type BillingDb } from "./support.ts";
 
 let pg: BillingDb;
 beforeAll(async () => { pg = await openPostgres(20); });
 afterAll(async () => { await pg?.dispose(); });
 
 const X = 1_000;
-const versionOf = async (acct: string) => Number((await query<{ v: number }>(pg.db, sql`SELECT budgets_version AS v FROM accounts WHERE id = ${acct}`))[0]!.v);
+const versionOf = (acct: string) => budgetsVersionOf(pg.db, acct);
 const group = (acct: string, n: number, version: number, tag: string): billing.GroupHold[] =>
   Array.from({ length: n }, (_, i) => ({ accountId: acct, amount: X, ref: `${tag}-${i}`, reason: "batch line", expiresAt: new Date(Date.now() + 60_000), budget: { windows: [], version, now: Date.now() } }));
 

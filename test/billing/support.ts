@@ -195,3 +195,8 @@ export async function someoneWaitsOnALock(db: Tx, what: string): Promise<void> {
   }
   throw new Error(`${what} never waited on a lock`);
 }
+
+/** The account's budgets version (what a GroupHold is read at). */
+export async function budgetsVersionOf(db: Tx, accountId: string): Promise<number> {
+  return Number((await query<{ v: number }>(db, sql`SELECT budgets_version AS v FROM accounts WHERE id = ${accountId}`))[0]!.v);
+}

@@ -19,19 +19,24 @@ let database: Database;
  * Writes to a Bun socket in order, whole: `socket.write` takes what fits in the socket's buffer and
  * returns how much (a 1.5 MB statement under load: less), so the rest waits for `drain`. Writing
  * without this dropped the rest of a large message, and the pool waited for the server's answer to
- * a statement the server never got whole (the test hung in 1 of ~12 runs on a loaded machine).
+ * a statement the server never got whole (the test hung in 3 of 27 runs on a loaded machine).
+ * What is written before the socket is attached (the relay still connecting) waits for it too.
  */
 class Outbox {
   private queue: Uint8Array[] = [];
-  constructor(private readonly socket: { write(b: Uint8Array): number }) {}
+  private socket: { write(b: Uint8Array): number } | null = null;
+  attach(socket: { write(b: Uint8Array): number }): void {
+    this.socket = socket;
+    this.drain();
+  }
   /** `chunk` is copied if it must wait (Bun reuses a data callback's buffer) */
   write(chunk: Uint8Array): void {
-    if (this.queue.length > 0) return void this.queue.push(new Uint8Array(chunk));
+    if (this.queue.length > 0 || !this.socket) return void this.queue.push(new Uint8Array(chunk));
     const n = this.socket.write(chunk);
     if (n < chunk.byteLength) this.queue.push(new Uint8Array(chunk.subarray(Math.max(0, n))));
   }
   drain(): void {
-    while (this.queue.length > 0) {
+    while (this.socket && this.queue.length > 0) {
       const head = this.queue[0]!;
       const n = this.socket.write(head);
       if (n < head.byteLength) return void (this.queue[0] = head.subarray(Math.max(0, n)));
@@ -40,7 +45,7 @@ class Outbox {
   }
 }
 
-interface Relayed { upstream?: Socket<{ client: Socket<Relayed> }>; toServer?: Outbox; toClient: Outbox; pending: Uint8Array[] }
+interface Relayed { upstream?: Socket<{ client: Socket<Relayed> }>; toServer: Outbox; toClient: Outbox }
 let relay: TCPSocketListener<Relayed>;
 let sentToServer = 0;
 
@@ -53,26 +58,25 @@ beforeAll(async () => {
     port: 0,
     socket: {
       async open(client) {
-        client.data = { pending: [], toClient: new Outbox(client) };
+        client.data = { toServer: new Outbox(), toClient: new Outbox() };
+        client.data.toClient.attach(client);
         const upstream = await Bun.connect<{ client: Socket<Relayed> }>({
           hostname: target.hostname,
           port: Number(target.port || 5432),
           data: { client },
           socket: {
             data: (s, chunk) => s.data.client.data.toClient.write(chunk),
-            drain: (s) => s.data.client.data.toServer?.drain(),
+            drain: (s) => s.data.client.data.toServer.drain(),
             close: (s) => void s.data.client.end(),
             error: (s) => void s.data.client.end(),
           },
         });
         client.data.upstream = upstream;
-        client.data.toServer = new Outbox(upstream);
-        for (const chunk of client.data.pending) client.data.toServer.write(chunk);
+        client.data.toServer.attach(upstream);
       },
       data(client, chunk) {
         sentToServer += chunk.byteLength;
-        if (client.data.toServer) client.data.toServer.write(chunk);
-        else client.data.pending.push(new Uint8Array(chunk));
+        client.data.toServer.write(chunk);
       },
       drain: (client) => client.data.toClient.drain(),
       close: (client) => void client.data.upstream?.end(),
