@@ -4,9 +4,7 @@
  * stale budgets version takes none; what it takes settles and releases like any exact hold.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { sql } from "drizzle-orm";
 import * as billing from "../../src/billing/index.ts";
-import { query } from "../../src/db/index.ts";
 import { accountState, budgetsVersionOf, expectInvariants, fundedAccount, openPostgres, release, settle, type BillingDb } from "./support.ts";
 
 let pg: BillingDb;
