@@ -110,7 +110,12 @@ export async function settleBatch(tx: Tx, settlements: ReadonlyArray<Settlement 
     ), z AS (
       SELECT * FROM json_to_recordset(${leases}::json) AS z(id text, f bigint)
     ), fresh AS (
-      SELECT DISTINCT ON (r) * FROM b WHERE NOT EXISTS (SELECT 1 FROM usage_records u WHERE u.ref = b.r) ORDER BY r, i
+      -- the refs already written, found through usage_ref_uniq: = ANY (ARRAY(...)) as for the holds
+      -- below. NOT EXISTS let the planner (b estimated at 100 rows) hash all of usage_records in every
+      -- batch while the table was under ~25,000 rows: 3.7 ms of 7 for 79 settlements over 12,000 rows
+      SELECT DISTINCT ON (r) * FROM b
+      WHERE r <> ALL (ARRAY(SELECT u.ref FROM usage_records u WHERE u.ref = ANY (ARRAY(SELECT r FROM b))))
+      ORDER BY r, i
     ), hl AS (
       SELECT id, kind, state, amount, charged, in_flight, expires_at, windows, budgets_version FROM holds
       -- = ANY (ARRAY(...)), not IN (SELECT ...): the CTEs are estimated at 100 rows, so for a table of
