@@ -50,3 +50,20 @@ test("groups are at most maxGroup items", async () => {
   await Promise.all(all);
   expect(sizes).toEqual([1, 3, 3, 1]);
 });
+
+test("a committed group's waiters are resumed through `resume`, each when it is called for that item", async () => {
+  const resumes: Array<() => void> = [];
+  const g = new GroupCommit<number>(async () => {}, 200, undefined, (resolve) => resumes.push(resolve));
+  const resumed: number[] = [];
+  const adds = [1, 2, 3].map((i) => g.add(i).then(() => resumed.push(i)));
+  while (resumes.length < 3) await Bun.sleep(1);
+  await Bun.sleep(5);
+  expect(resumed).toEqual([]); // committed, but no waiter resumed yet
+  resumes[1]!();
+  await Bun.sleep(1);
+  expect(resumed).toEqual([2]);
+  resumes[0]!();
+  resumes[2]!();
+  await Promise.all(adds);
+  expect(resumed).toEqual([2, 1, 3]);
+});

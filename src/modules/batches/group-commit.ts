@@ -21,8 +21,16 @@ export class GroupCommit<I> {
   private queue: Array<Pending<I>> = [];
   private flushing = false;
 
-  /** `failed`: told when a group's write fails as a whole (its items are then written one by one) */
-  constructor(private readonly write: Write<I>, private readonly maxGroup = 200, private readonly failed?: (err: unknown, items: number) => void) {}
+  /**
+   * `failed`: told when a group's write fails as a whole (its items are then written one by one);
+   * `resume`: how a committed item's waiter is resumed (default: all of the group's at once)
+   */
+  constructor(
+    private readonly write: Write<I>,
+    private readonly maxGroup = 200,
+    private readonly failed?: (err: unknown, items: number) => void,
+    private readonly resume: (resolve: () => void) => void = (resolve) => resolve(),
+  ) {}
 
   /** Write `item` with the next group; resolves when it is committed. */
   add(item: I): Promise<void> {
@@ -39,7 +47,7 @@ export class GroupCommit<I> {
         const group = this.queue.splice(0, this.maxGroup);
         try {
           await this.write(group.map((p) => p.item));
-          for (const p of group) p.resolve();
+          for (const p of group) this.resume(p.resolve);
         } catch (e) {
           if (group.length === 1) group[0]!.reject(e);
           else {

@@ -20,6 +20,7 @@
 import { every, type BackgroundTask } from "../../background.ts";
 import { settleBatch, type Settlement } from "../../billing/index.ts";
 import { GroupCommit } from "./group-commit.ts";
+import { LoopTurns } from "./loop-turns.ts";
 import { LineHolds, writeGroup, type HoldItem } from "./line-ledger.ts";
 import { UpstreamPlaces } from "./upstream-places.ts";
 import type { Principal } from "../../auth/authenticate-key.ts";
@@ -63,6 +64,8 @@ export function createBatchScheduler(deps: AppDeps, seal: ReasoningSeal): BatchS
    * rate), with 4 × 20 %, with 8 × 37 %; the groups get larger too (CPU per line 880 → 315 µs).
    */
   const underWay = 8 * slots;
+  /** a line's start, and its step after each group commit, each on a turn of the event loop of its own (loop-turns.ts) */
+  const turns = new LoopTurns();
   const active = new Map<string, { slice: ClaimedSlice; abort: AbortController; done: Promise<void> }>();
   let running = 0;
   let waiters: Array<() => void> = [];
@@ -100,6 +103,7 @@ export function createBatchScheduler(deps: AppDeps, seal: ReasoningSeal): BatchS
     (group) => writeGroup(db, group, writeResults, (err, holds) => deps.logger.warn({ err, holds }, "batches: a group of holds failed; each is taken alone")),
     undefined,
     (err, items) => deps.logger.warn({ err, items }, "batches: a group of results and holds failed as a whole; each is written alone"),
+    (resolve) => turns.add(resolve),
   );
 
   /** Writes the group's results and settlements; returns the accounts whose row the settlements locked (until the commit). */
@@ -139,6 +143,7 @@ export function createBatchScheduler(deps: AppDeps, seal: ReasoningSeal): BatchS
     const inFlight = new Set<Promise<void>>();
     for (const line of lines) {
       await acquire();
+      await turns.next();
       if (signal.aborted) { releaseSlot(); stopped = true; break; }
       if (performance.now() - checkedAt > STATUS_CHECK_MS) {
         checkedAt = performance.now();
